@@ -1,0 +1,287 @@
+//! Server error codes (`IggyError` codes of `iggy_common` 0.11.0, §6) and eviction
+//! reasons (§1.5).
+
+use std::fmt;
+
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $name:ident = $value:literal,)*) => {
+        /// An `IggyError` code as carried in a reply `status` or a result-section entry.
+        ///
+        /// Codes this crate does not name decode as [`ErrorCode::Other`]; every code
+        /// round-trips through [`ErrorCode::from_u32`] and [`ErrorCode::as_u32`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $($(#[$doc])* $name,)*
+            /// A code without a name here.
+            Other(u32),
+        }
+
+        impl ErrorCode {
+            /// Every named code.
+            pub const NAMED: &'static [ErrorCode] = &[$(ErrorCode::$name,)*];
+
+            /// The code for a wire value.
+            pub fn from_u32(value: u32) -> Self {
+                match value {
+                    $($value => Self::$name,)*
+                    other => Self::Other(other),
+                }
+            }
+
+            /// The wire value.
+            pub fn as_u32(self) -> u32 {
+                match self {
+                    $(Self::$name => $value,)*
+                    Self::Other(other) => other,
+                }
+            }
+
+            /// The variant name, or `None` for [`ErrorCode::Other`].
+            pub fn name(self) -> Option<&'static str> {
+                match self {
+                    $(Self::$name => Some(stringify!($name)),)*
+                    Self::Other(_) => None,
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    /// Generic error; also what the SDK maps unknown codes to.
+    Error = 1,
+    /// Unknown command or malformed reply.
+    InvalidCommand = 3,
+    /// Malformed body or request-checksum mismatch.
+    InvalidFormat = 4,
+    /// The feature is not available.
+    FeatureUnavailable = 5,
+    /// Invalid identifier.
+    InvalidIdentifier = 6,
+    /// SDK-local: disconnected.
+    Disconnected = 8,
+    /// SDK-local: cannot establish a connection.
+    CannotEstablishConnection = 9,
+    /// The namespace of a partition op does not resolve.
+    ResourceNotFound = 20,
+    /// The session was evicted for missed heartbeats.
+    StaleClient = 30,
+    /// SDK-local: TCP error.
+    TcpError = 31,
+    /// Not signed in, or the session is gone.
+    Unauthenticated = 40,
+    /// Permission denied.
+    Unauthorized = 41,
+    /// Wrong username or password.
+    InvalidCredentials = 42,
+    /// Wrong personal access token.
+    InvalidPersonalAccessToken = 53,
+    /// Outcome unknown: replay only on the same session with the same request id.
+    TransientNotCommitted = 57,
+    /// Never admitted: safe to re-issue anywhere.
+    TransientNotAccepted = 58,
+    /// A duplicate whose cached reply aged out.
+    RequestAlreadyApplied = 59,
+    /// SDK-local: not connected.
+    NotConnected = 61,
+    /// Invalid number encoding (e.g. an empty poll reply body).
+    InvalidNumberEncoding = 82,
+    /// SDK-local: empty response.
+    EmptyResponse = 304,
+    /// Stream id not found.
+    StreamIdNotFound = 1009,
+    /// Stream name not found.
+    StreamNameNotFound = 1010,
+    /// Stream name already exists.
+    StreamNameAlreadyExists = 1012,
+    /// Topic id not found.
+    TopicIdNotFound = 2010,
+    /// Topic name not found.
+    TopicNameNotFound = 2011,
+    /// Topic name already exists.
+    TopicNameAlreadyExists = 2013,
+    /// Partition not found.
+    PartitionNotFound = 3007,
+    /// Consumer offset not found.
+    ConsumerOffsetNotFound = 3021,
+    /// A message checksum does not match.
+    InvalidMessageChecksum = 4027,
+    /// Invalid offset.
+    InvalidOffset = 4100,
+    /// Consumer-group fence: the partition is not owned by this member.
+    ConsumerGroupPartitionNotOwned = 5009,
+    /// Server-internal shard communication failure (outcome unknown).
+    ShardCommunicationError = 11001,
+    /// SDK-local: bind called twice.
+    AlreadyAuthenticated = 14000,
+    /// SDK-local: session 0 in the login reply.
+    InvalidSession = 14001,
+    /// Client protocol version outside the server's window.
+    IncompatibleProtocolVersion = 14003,
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "{name} ({})", self.as_u32()),
+            None => write!(f, "error code {}", self.as_u32()),
+        }
+    }
+}
+
+/// Why the server evicted a session (byte 255 of an Eviction header).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EvictionReason {
+    /// 1: no session for the client id.
+    NoSession,
+    /// 2: client release below the cluster minimum.
+    ClientReleaseTooLow,
+    /// 3: client release above the cluster maximum.
+    ClientReleaseTooHigh,
+    /// 4: invalid operation discriminant.
+    InvalidRequestOperation,
+    /// 5: body failed validation.
+    InvalidRequestBody,
+    /// 6: body size mismatch.
+    InvalidRequestBodySize,
+    /// 7: session epoch below the retained minimum (a zombie).
+    SessionTooLow,
+    /// 8: session release mismatch.
+    SessionReleaseMismatch,
+    /// 9: wrong credentials.
+    InvalidCredentials,
+    /// 10: wrong personal access token.
+    InvalidToken,
+    /// 11: the user is inactive.
+    UserInactive,
+    /// 12: session error.
+    SessionError,
+    /// 13: missed heartbeats.
+    StaleClient,
+    /// 14: protocol version outside the server's window.
+    IncompatibleProtocol,
+    /// 15: login body without a decodable version prefix.
+    MalformedLogin,
+    /// Any other byte (0 included).
+    Unknown(u8),
+}
+
+impl EvictionReason {
+    /// The reason for a wire byte.
+    pub fn from_u8(byte: u8) -> Self {
+        match byte {
+            1 => Self::NoSession,
+            2 => Self::ClientReleaseTooLow,
+            3 => Self::ClientReleaseTooHigh,
+            4 => Self::InvalidRequestOperation,
+            5 => Self::InvalidRequestBody,
+            6 => Self::InvalidRequestBodySize,
+            7 => Self::SessionTooLow,
+            8 => Self::SessionReleaseMismatch,
+            9 => Self::InvalidCredentials,
+            10 => Self::InvalidToken,
+            11 => Self::UserInactive,
+            12 => Self::SessionError,
+            13 => Self::StaleClient,
+            14 => Self::IncompatibleProtocol,
+            15 => Self::MalformedLogin,
+            other => Self::Unknown(other),
+        }
+    }
+
+    /// The wire byte.
+    pub fn as_u8(self) -> u8 {
+        match self {
+            Self::NoSession => 1,
+            Self::ClientReleaseTooLow => 2,
+            Self::ClientReleaseTooHigh => 3,
+            Self::InvalidRequestOperation => 4,
+            Self::InvalidRequestBody => 5,
+            Self::InvalidRequestBodySize => 6,
+            Self::SessionTooLow => 7,
+            Self::SessionReleaseMismatch => 8,
+            Self::InvalidCredentials => 9,
+            Self::InvalidToken => 10,
+            Self::UserInactive => 11,
+            Self::SessionError => 12,
+            Self::StaleClient => 13,
+            Self::IncompatibleProtocol => 14,
+            Self::MalformedLogin => 15,
+            Self::Unknown(other) => other,
+        }
+    }
+
+    /// The error the SDK raises for this reason (§1.5). For `IncompatibleProtocol`
+    /// this assumes a well-formed window; see `EvictionHeader::error_code`.
+    pub fn error_code(self) -> ErrorCode {
+        match self {
+            Self::InvalidCredentials => ErrorCode::InvalidCredentials,
+            Self::InvalidToken => ErrorCode::InvalidPersonalAccessToken,
+            Self::StaleClient => ErrorCode::StaleClient,
+            Self::IncompatibleProtocol => ErrorCode::IncompatibleProtocolVersion,
+            Self::MalformedLogin => ErrorCode::InvalidFormat,
+            Self::ClientReleaseTooLow
+            | Self::ClientReleaseTooHigh
+            | Self::InvalidRequestOperation
+            | Self::InvalidRequestBody
+            | Self::InvalidRequestBodySize => ErrorCode::InvalidCommand,
+            Self::NoSession
+            | Self::SessionTooLow
+            | Self::SessionReleaseMismatch
+            | Self::UserInactive
+            | Self::SessionError
+            | Self::Unknown(_) => ErrorCode::Unauthenticated,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips_and_unknown_codes_stay_other() {
+        for code in ErrorCode::NAMED {
+            assert_eq!(ErrorCode::from_u32(code.as_u32()), *code);
+        }
+        assert_eq!(ErrorCode::from_u32(7777), ErrorCode::Other(7777));
+        assert_eq!(
+            ErrorCode::from_u32(58).to_string(),
+            "TransientNotAccepted (58)"
+        );
+        assert_eq!(ErrorCode::Other(7777).to_string(), "error code 7777");
+    }
+
+    #[test]
+    fn eviction_reasons_round_trip_and_map_like_the_sdk() {
+        for byte in 0..=255u8 {
+            assert_eq!(EvictionReason::from_u8(byte).as_u8(), byte);
+        }
+        assert_eq!(
+            EvictionReason::from_u8(1).error_code(),
+            ErrorCode::Unauthenticated
+        );
+        assert_eq!(
+            EvictionReason::from_u8(9).error_code(),
+            ErrorCode::InvalidCredentials
+        );
+        assert_eq!(
+            EvictionReason::from_u8(13).error_code(),
+            ErrorCode::StaleClient
+        );
+        assert_eq!(
+            EvictionReason::from_u8(15).error_code(),
+            ErrorCode::InvalidFormat
+        );
+        assert_eq!(
+            EvictionReason::from_u8(0).error_code(),
+            ErrorCode::Unauthenticated
+        );
+        assert_eq!(
+            EvictionReason::from_u8(99).error_code(),
+            ErrorCode::Unauthenticated
+        );
+    }
+}
