@@ -1,1 +1,4 @@
-//! placeholder
+//! Loopback Iggy test cluster, deterministic simulation, integration tests, demo and
+//! benchmarks for iggy-route.
+
+pub mod cluster;

@@ -1,0 +1,486 @@
+//! Streams, topics and partitions of the test cluster, with one append-only log and the
+//! consumer offsets of every partition.
+//!
+//! Stream and topic ids are numeric and start at 1, as on a real server. Partition ids are
+//! 0-based, because that is what the 0.11.0 SDK sends (protocol §2, last paragraph).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::Bytes;
+
+use super::state::NodeId;
+
+/// How many committed request ids the partition dedup remembers per client: the real
+/// server keeps a 128-bit window (protocol §13.5).
+const DEDUP_WINDOW: usize = 128;
+
+/// A stream or topic reference as a request names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup<'a> {
+    /// By numeric id.
+    Id(u32),
+    /// By name.
+    Name(&'a str),
+}
+
+/// Who owns a consumer offset: a consumer or a consumer group, by id or name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OffsetOwner {
+    /// A single consumer with a numeric id.
+    ConsumerId(u32),
+    /// A single consumer with a string id.
+    ConsumerName(String),
+    /// A consumer group with a numeric id.
+    GroupId(u32),
+    /// A consumer group with a string id.
+    GroupName(String),
+}
+
+/// One message as the partition log stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// Offset in the partition, assigned in order of admission.
+    pub offset: u64,
+    /// The message id the producer sent.
+    pub id: u128,
+    /// Server timestamp (µs) of the batch that carried it.
+    pub timestamp: u64,
+    /// Producer timestamp (µs).
+    pub origin_timestamp: u64,
+    /// Payload bytes.
+    pub payload: Bytes,
+    /// Raw user-header TLV bytes (may be empty).
+    pub user_headers: Bytes,
+}
+
+/// A message handed to [`Partition::append`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// Producer-chosen id.
+    pub id: u128,
+    /// Producer timestamp (µs).
+    pub origin_timestamp: u64,
+    /// Payload bytes.
+    pub payload: Bytes,
+    /// Raw user-header TLV bytes.
+    pub user_headers: Bytes,
+}
+
+/// One partition: its primary, its log and its consumer offsets.
+#[derive(Debug, Clone)]
+pub struct Partition {
+    /// 0-based partition id.
+    pub id: u32,
+    /// Creation time (µs).
+    pub created_at: u64,
+    /// The node that admits writes and primary-only polls for this partition.
+    pub primary: NodeId,
+    /// The append-only log.
+    pub log: Vec<StoredMessage>,
+    /// Stored consumer offsets.
+    pub offsets: BTreeMap<OffsetOwner, u64>,
+    /// Committed request ids per client id, for same-connection replay dedup (§13.5).
+    committed_requests: BTreeMap<u128, BTreeSet<u64>>,
+}
+
+impl Partition {
+    fn new(id: u32, created_at: u64, primary: NodeId) -> Self {
+        Self {
+            id,
+            created_at,
+            primary,
+            log: Vec::new(),
+            offsets: BTreeMap::new(),
+            committed_requests: BTreeMap::new(),
+        }
+    }
+
+    /// The offset the next message gets.
+    pub fn next_offset(&self) -> u64 {
+        self.log.len() as u64
+    }
+
+    /// The offset of the last message, 0 for an empty log (as the server reports it).
+    pub fn current_offset(&self) -> u64 {
+        self.next_offset().saturating_sub(1)
+    }
+
+    /// Sum of payload and header bytes, a stand-in for the on-disk size.
+    pub fn size_bytes(&self) -> u64 {
+        self.log
+            .iter()
+            .map(|message| (message.payload.len() + message.user_headers.len()) as u64)
+            .sum()
+    }
+
+    /// Append a batch stamped with `timestamp`; returns the base offset.
+    pub fn append(&mut self, timestamp: u64, messages: Vec<NewMessage>) -> u64 {
+        let base_offset = self.next_offset();
+        for (index, message) in messages.into_iter().enumerate() {
+            self.log.push(StoredMessage {
+                offset: base_offset + index as u64,
+                id: message.id,
+                timestamp,
+                origin_timestamp: message.origin_timestamp,
+                payload: message.payload,
+                user_headers: message.user_headers,
+            });
+        }
+        base_offset
+    }
+
+    /// Record that `(client, request)` committed here. Returns false when it already had:
+    /// a replay that must not be appended twice.
+    pub fn record_request(&mut self, client: u128, request: u64) -> bool {
+        let seen = self.committed_requests.entry(client).or_default();
+        if !seen.insert(request) {
+            return false;
+        }
+        while seen.len() > DEDUP_WINDOW {
+            seen.pop_first();
+        }
+        true
+    }
+
+    /// Messages from `start` on, at most `count`.
+    pub fn read(&self, start: u64, count: u32) -> &[StoredMessage] {
+        let start = usize::try_from(start)
+            .unwrap_or(usize::MAX)
+            .min(self.log.len());
+        let end = start.saturating_add(count as usize).min(self.log.len());
+        &self.log[start..end]
+    }
+}
+
+/// A topic and its partitions.
+#[derive(Debug, Clone)]
+pub struct Topic {
+    /// Numeric id, from 1.
+    pub id: u32,
+    /// Name, unique in its stream.
+    pub name: String,
+    /// Creation time (µs).
+    pub created_at: u64,
+    /// Message expiry in µs, 0 = never.
+    pub message_expiry: u64,
+    /// Maximum size in bytes, 0 = unlimited.
+    pub max_topic_size: u64,
+    /// Compression algorithm byte (1 = none, 2 = gzip).
+    pub compression: u8,
+    /// Partitions, index = partition id.
+    pub partitions: Vec<Partition>,
+    /// Server-side round-robin cursor for `Balanced` sends (the SDK resolves it itself).
+    pub balanced_cursor: u32,
+}
+
+impl Topic {
+    /// The partition with this 0-based id.
+    pub fn partition(&self, id: u32) -> Option<&Partition> {
+        self.partitions.get(id as usize)
+    }
+
+    /// The partition with this 0-based id, mutably.
+    pub fn partition_mut(&mut self, id: u32) -> Option<&mut Partition> {
+        self.partitions.get_mut(id as usize)
+    }
+
+    /// Total messages in all partitions.
+    pub fn messages_count(&self) -> u64 {
+        self.partitions.iter().map(|p| p.log.len() as u64).sum()
+    }
+
+    /// Total size of all partitions.
+    pub fn size_bytes(&self) -> u64 {
+        self.partitions.iter().map(Partition::size_bytes).sum()
+    }
+
+    /// Add `count` partitions whose primary is `primary`.
+    fn add_partitions(&mut self, count: u32, created_at: u64, primary: NodeId) {
+        for _ in 0..count {
+            let id = self.partitions.len() as u32;
+            self.partitions
+                .push(Partition::new(id, created_at, primary));
+        }
+    }
+}
+
+/// A stream and its topics.
+#[derive(Debug, Clone)]
+pub struct Stream {
+    /// Numeric id, from 1.
+    pub id: u32,
+    /// Unique name.
+    pub name: String,
+    /// Creation time (µs).
+    pub created_at: u64,
+    /// Topics by id.
+    pub topics: BTreeMap<u32, Topic>,
+}
+
+impl Stream {
+    /// The topic named by `topic`.
+    pub fn topic(&self, topic: Lookup<'_>) -> Option<&Topic> {
+        match topic {
+            Lookup::Id(id) => self.topics.get(&id),
+            Lookup::Name(name) => self.topics.values().find(|t| t.name == name),
+        }
+    }
+
+    fn topic_id(&self, topic: Lookup<'_>) -> Option<u32> {
+        self.topic(topic).map(|t| t.id)
+    }
+}
+
+/// Why a catalog operation failed, as the `IggyError` code a server would send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogError {
+    /// 1009
+    StreamNotFound,
+    /// 1012
+    StreamNameTaken,
+    /// 2010
+    TopicNotFound,
+    /// 2013
+    TopicNameTaken,
+    /// 2019
+    InvalidPartitionsCount,
+    /// 3007
+    PartitionNotFound,
+}
+
+impl CatalogError {
+    /// The `IggyError` code of this failure.
+    pub fn code(self) -> u32 {
+        match self {
+            Self::StreamNotFound => 1009,
+            Self::StreamNameTaken => 1012,
+            Self::TopicNotFound => 2010,
+            Self::TopicNameTaken => 2013,
+            Self::InvalidPartitionsCount => 2019,
+            Self::PartitionNotFound => 3007,
+        }
+    }
+}
+
+/// Upper bound on partitions per topic, so a hostile count cannot exhaust memory.
+pub const MAX_PARTITIONS_PER_TOPIC: u32 = 1000;
+
+/// All streams of the cluster.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    streams: BTreeMap<u32, Stream>,
+}
+
+impl Catalog {
+    /// The stream named by `stream`.
+    pub fn stream(&self, stream: Lookup<'_>) -> Option<&Stream> {
+        match stream {
+            Lookup::Id(id) => self.streams.get(&id),
+            Lookup::Name(name) => self.streams.values().find(|s| s.name == name),
+        }
+    }
+
+    /// The topic named by `stream` and `topic`, or the level that missed.
+    pub fn topic(&self, stream: Lookup<'_>, topic: Lookup<'_>) -> Result<&Topic, CatalogError> {
+        let stream = self.stream(stream).ok_or(CatalogError::StreamNotFound)?;
+        stream.topic(topic).ok_or(CatalogError::TopicNotFound)
+    }
+
+    /// The topic named by `stream` and `topic`, mutably.
+    pub fn topic_mut(
+        &mut self,
+        stream: Lookup<'_>,
+        topic: Lookup<'_>,
+    ) -> Result<&mut Topic, CatalogError> {
+        let stream_id = self.stream(stream).ok_or(CatalogError::StreamNotFound)?.id;
+        let stream = self
+            .streams
+            .get_mut(&stream_id)
+            .ok_or(CatalogError::StreamNotFound)?;
+        let topic_id = stream.topic_id(topic).ok_or(CatalogError::TopicNotFound)?;
+        stream
+            .topics
+            .get_mut(&topic_id)
+            .ok_or(CatalogError::TopicNotFound)
+    }
+
+    /// The partition, or the level that missed.
+    pub fn partition(
+        &self,
+        stream: Lookup<'_>,
+        topic: Lookup<'_>,
+        partition: u32,
+    ) -> Result<&Partition, CatalogError> {
+        self.topic(stream, topic)?
+            .partition(partition)
+            .ok_or(CatalogError::PartitionNotFound)
+    }
+
+    /// The partition, mutably.
+    pub fn partition_mut(
+        &mut self,
+        stream: Lookup<'_>,
+        topic: Lookup<'_>,
+        partition: u32,
+    ) -> Result<&mut Partition, CatalogError> {
+        self.topic_mut(stream, topic)?
+            .partition_mut(partition)
+            .ok_or(CatalogError::PartitionNotFound)
+    }
+
+    /// Create a stream; returns its id.
+    pub fn create_stream(&mut self, name: &str, created_at: u64) -> Result<u32, CatalogError> {
+        if self.stream(Lookup::Name(name)).is_some() {
+            return Err(CatalogError::StreamNameTaken);
+        }
+        let id = self.streams.keys().next_back().copied().unwrap_or(0) + 1;
+        self.streams.insert(
+            id,
+            Stream {
+                id,
+                name: name.to_owned(),
+                created_at,
+                topics: BTreeMap::new(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// Create a topic with `partitions` partitions, all with `primary` as their primary;
+    /// returns the topic id.
+    pub fn create_topic(
+        &mut self,
+        stream: Lookup<'_>,
+        name: &str,
+        partitions: u32,
+        created_at: u64,
+        primary: NodeId,
+    ) -> Result<u32, CatalogError> {
+        if partitions > MAX_PARTITIONS_PER_TOPIC {
+            return Err(CatalogError::InvalidPartitionsCount);
+        }
+        let stream_id = self.stream(stream).ok_or(CatalogError::StreamNotFound)?.id;
+        let stream = self
+            .streams
+            .get_mut(&stream_id)
+            .ok_or(CatalogError::StreamNotFound)?;
+        if stream.topic(Lookup::Name(name)).is_some() {
+            return Err(CatalogError::TopicNameTaken);
+        }
+        let id = stream.topics.keys().next_back().copied().unwrap_or(0) + 1;
+        let mut topic = Topic {
+            id,
+            name: name.to_owned(),
+            created_at,
+            message_expiry: 0,
+            max_topic_size: 0,
+            compression: 1,
+            partitions: Vec::new(),
+            balanced_cursor: 0,
+        };
+        topic.add_partitions(partitions, created_at, primary);
+        stream.topics.insert(id, topic);
+        Ok(id)
+    }
+
+    /// Add `count` partitions to a topic, all with `primary` as their primary.
+    pub fn create_partitions(
+        &mut self,
+        stream: Lookup<'_>,
+        topic: Lookup<'_>,
+        count: u32,
+        created_at: u64,
+        primary: NodeId,
+    ) -> Result<(), CatalogError> {
+        let topic = self.topic_mut(stream, topic)?;
+        let total = topic.partitions.len() as u64 + u64::from(count);
+        if count == 0 || total > u64::from(MAX_PARTITIONS_PER_TOPIC) {
+            return Err(CatalogError::InvalidPartitionsCount);
+        }
+        topic.add_partitions(count, created_at, primary);
+        Ok(())
+    }
+
+    /// Every stream, by id.
+    pub fn streams(&self) -> impl Iterator<Item = &Stream> {
+        self.streams.values()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn message(payload: &'static [u8]) -> NewMessage {
+        NewMessage {
+            id: 1,
+            origin_timestamp: 5,
+            payload: Bytes::from_static(payload),
+            user_headers: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn ids_start_at_one_and_partitions_at_zero() {
+        let mut catalog = Catalog::default();
+        let stream = catalog.create_stream("s", 1).unwrap();
+        let topic = catalog
+            .create_topic(Lookup::Id(stream), "t", 2, 1, 0)
+            .unwrap();
+        assert_eq!((stream, topic), (1, 1));
+        let topic = catalog.topic(Lookup::Name("s"), Lookup::Name("t")).unwrap();
+        let ids: Vec<u32> = topic.partitions.iter().map(|p| p.id).collect();
+        assert_eq!(ids, vec![0, 1]);
+    }
+
+    #[test]
+    fn duplicate_names_and_missing_levels_are_typed() {
+        let mut catalog = Catalog::default();
+        catalog.create_stream("s", 1).unwrap();
+        assert_eq!(
+            catalog.create_stream("s", 1),
+            Err(CatalogError::StreamNameTaken)
+        );
+        let missing = catalog
+            .partition(Lookup::Id(9), Lookup::Id(1), 0)
+            .unwrap_err();
+        assert_eq!(missing.code(), 1009);
+        catalog.create_topic(Lookup::Id(1), "t", 1, 1, 0).unwrap();
+        let missing = catalog
+            .partition(Lookup::Id(1), Lookup::Id(1), 5)
+            .unwrap_err();
+        assert_eq!(missing.code(), 3007);
+        let too_many = catalog.create_partitions(Lookup::Id(1), Lookup::Id(1), u32::MAX, 1, 0);
+        assert_eq!(too_many, Err(CatalogError::InvalidPartitionsCount));
+    }
+
+    #[test]
+    fn append_assigns_offsets_in_order_and_read_is_bounded() {
+        let mut catalog = Catalog::default();
+        catalog.create_stream("s", 1).unwrap();
+        catalog.create_topic(Lookup::Id(1), "t", 1, 1, 0).unwrap();
+        let partition = catalog
+            .partition_mut(Lookup::Id(1), Lookup::Id(1), 0)
+            .unwrap();
+        assert_eq!(partition.append(10, vec![message(b"a"), message(b"b")]), 0);
+        assert_eq!(partition.append(11, vec![message(b"c")]), 2);
+        assert_eq!(partition.current_offset(), 2);
+        let offsets: Vec<u64> = partition.read(1, 10).iter().map(|m| m.offset).collect();
+        assert_eq!(offsets, vec![1, 2]);
+        assert!(partition.read(u64::MAX, u32::MAX).is_empty());
+    }
+
+    #[test]
+    fn a_replayed_request_is_recognised() {
+        let mut catalog = Catalog::default();
+        catalog.create_stream("s", 1).unwrap();
+        catalog.create_topic(Lookup::Id(1), "t", 1, 1, 0).unwrap();
+        let partition = catalog
+            .partition_mut(Lookup::Id(1), Lookup::Id(1), 0)
+            .unwrap();
+        assert!(partition.record_request(7, 1));
+        assert!(!partition.record_request(7, 1));
+        assert!(partition.record_request(8, 1));
+    }
+}

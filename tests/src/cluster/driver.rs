@@ -1,0 +1,314 @@
+//! The tokio driver: N nodes on `127.0.0.1:0`, each accepting connections and running one
+//! lockstep handler per connection over the shared [`ClusterState`].
+//!
+//! The driver only moves bytes: it reads frames with `wire::FrameDecoder`, hands each
+//! request to the connection's [`NodeConnection`], and writes the one reply back. Every
+//! decision is in the sans-IO model. Faults (stopped nodes, dropped connections, slow
+//! replies) are applied here because they are about sockets and time.
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::{Buf, BytesMut};
+use iggy_route_core::wire::{DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+use super::node::NodeConnection;
+use super::state::{ClusterConfig, ClusterState, NodeId};
+
+/// Per-node runtime: the listener task, the connection tasks and the reply delay.
+#[derive(Debug)]
+struct NodeRuntime {
+    addr: SocketAddr,
+    listener: Mutex<Option<JoinHandle<()>>>,
+    connections: Mutex<BTreeMap<u64, JoinHandle<()>>>,
+    reply_delay: Mutex<Duration>,
+}
+
+/// What the driver tasks share with the [`TestCluster`] handle.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    state: Mutex<ClusterState>,
+    nodes: Vec<NodeRuntime>,
+    next_connection: AtomicU64,
+}
+
+impl Shared {
+    /// Lock the model. A panic in another test thread must not hide this cluster's state,
+    /// so a poisoned lock is used as is.
+    pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn node(&self, node: NodeId) -> &NodeRuntime {
+        self.nodes
+            .get(node)
+            .unwrap_or_else(|| panic!("no node {node} in a {}-node cluster", self.nodes.len()))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running loopback cluster. See the module doc; the control and observation methods
+/// are in `control.rs`.
+#[derive(Debug)]
+pub struct TestCluster {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl TestCluster {
+    /// Start `nodes` nodes (1..=5) on `127.0.0.1:0`; node 0 is the metadata leader.
+    ///
+    /// # Panics
+    /// If a loopback listener cannot be bound, or `nodes` is out of range.
+    pub async fn start(nodes: usize) -> TestCluster {
+        Self::start_with(ClusterConfig::new(nodes)).await
+    }
+
+    /// Start a cluster with explicit settings.
+    ///
+    /// # Panics
+    /// If a loopback listener cannot be bound, or `config.nodes` is out of range.
+    pub async fn start_with(config: ClusterConfig) -> TestCluster {
+        let mut state = ClusterState::new(&config);
+        let mut listeners = Vec::with_capacity(config.nodes);
+        let mut runtimes = Vec::with_capacity(config.nodes);
+        for node in 0..config.nodes {
+            let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                .await
+                .unwrap_or_else(|error| panic!("bind a loopback port for node {node}: {error}"));
+            let addr = listener
+                .local_addr()
+                .unwrap_or_else(|error| panic!("read the address of node {node}: {error}"));
+            state.set_node_addr(node, addr);
+            listeners.push(listener);
+            runtimes.push(NodeRuntime {
+                addr,
+                listener: Mutex::new(None),
+                connections: Mutex::new(BTreeMap::new()),
+                reply_delay: Mutex::new(Duration::ZERO),
+            });
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            nodes: runtimes,
+            next_connection: AtomicU64::new(1),
+        });
+        for (node, listener) in listeners.into_iter().enumerate() {
+            let task = tokio::spawn(accept_loop(Arc::clone(&shared), node, listener));
+            *lock(&shared.node(node).listener) = Some(task);
+        }
+        TestCluster { shared }
+    }
+
+    /// Addresses of all nodes, in roster order.
+    pub fn addrs(&self) -> Vec<SocketAddr> {
+        self.shared.nodes.iter().map(|node| node.addr).collect()
+    }
+
+    /// Address of one node (stable across restarts).
+    pub fn addr(&self, node: NodeId) -> SocketAddr {
+        self.shared.node(node).addr
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.shared.nodes.len()
+    }
+
+    /// `iggy://iggy:iggy@127.0.0.1:p0,127.0.0.1:p1,...`: every node, for clients that take
+    /// a seed list. The 0.11.0 SDK accepts a single address only: use
+    /// [`TestCluster::sdk_connection_string`] for it.
+    pub fn connection_string(&self) -> String {
+        let addrs: Vec<String> = self.addrs().iter().map(SocketAddr::to_string).collect();
+        format!("iggy://iggy:iggy@{}", addrs.join(","))
+    }
+
+    /// `iggy://iggy:iggy@127.0.0.1:port` of one node, in the form the 0.11.0 SDK parses.
+    pub fn sdk_connection_string(&self, node: NodeId) -> String {
+        format!("iggy://iggy:iggy@{}", self.addr(node))
+    }
+
+    /// Stop a node: close its listener (new connections are refused) and drop every open
+    /// connection. The model keeps its data, as a restarted replica would.
+    pub async fn stop_node(&self, node: NodeId) {
+        let listener = lock(&self.shared.node(node).listener).take();
+        if let Some(task) = listener {
+            task.abort();
+            // Waiting for the cancelled task guarantees the socket is closed on return.
+            let _cancelled = task.await;
+        }
+        self.shared.state().set_node_running(node, false);
+        self.close_connections(node).await;
+    }
+
+    /// Restart a stopped node on the same port. A no-op if it is running.
+    ///
+    /// # Panics
+    /// If the port cannot be bound again (another process took it).
+    pub async fn restart_node(&self, node: NodeId) {
+        let runtime = self.shared.node(node);
+        if lock(&runtime.listener).is_some() {
+            return;
+        }
+        let listener = TcpListener::bind(runtime.addr)
+            .await
+            .unwrap_or_else(|error| panic!("rebind node {node} on {}: {error}", runtime.addr));
+        self.shared.state().set_node_running(node, true);
+        let task = tokio::spawn(accept_loop(Arc::clone(&self.shared), node, listener));
+        *lock(&runtime.listener) = Some(task);
+    }
+
+    /// Drop every open connection of a node; it keeps accepting new ones.
+    pub fn drop_connections(&self, node: NodeId) {
+        let tasks = std::mem::take(&mut *lock(&self.shared.node(node).connections));
+        for task in tasks.into_values() {
+            task.abort();
+        }
+    }
+
+    async fn close_connections(&self, node: NodeId) {
+        let tasks = std::mem::take(&mut *lock(&self.shared.node(node).connections));
+        for task in tasks.into_values() {
+            task.abort();
+            let _cancelled = task.await;
+        }
+    }
+
+    /// Hold every reply of `node` for `delay` before writing it (the request is handled at
+    /// once; only the answer is late). `Duration::ZERO` turns it off.
+    pub fn set_reply_delay(&self, node: NodeId, delay: Duration) {
+        *lock(&self.shared.node(node).reply_delay) = delay;
+    }
+
+    /// Stop every node and wait for all tasks to end.
+    pub async fn shutdown(self) {
+        for node in 0..self.node_count() {
+            self.stop_node(node).await;
+        }
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        for runtime in &self.shared.nodes {
+            if let Some(task) = lock(&runtime.listener).take() {
+                task.abort();
+            }
+            for task in std::mem::take(&mut *lock(&runtime.connections)).into_values() {
+                task.abort();
+            }
+        }
+    }
+}
+
+async fn accept_loop(shared: Arc<Shared>, node: NodeId, listener: TcpListener) {
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                warn!(node, %error, "accept failed");
+                continue;
+            }
+        };
+        // Replies are small and lockstep: Nagle would only add latency.
+        let _ = stream.set_nodelay(true);
+        let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+        debug!(node, connection = id, %peer, "accepted");
+        let connection = OpenConnection::open(Arc::clone(&shared), node, id);
+        let task = tokio::spawn(serve(connection, stream));
+        let mut connections = lock(&shared.node(node).connections);
+        connections.retain(|_, task| !task.is_finished());
+        connections.insert(id, task);
+    }
+}
+
+/// A connection's model state plus the cleanup that must run however the task ends
+/// (normal close, error, or abort by a fault): `Drop` releases the session.
+#[derive(Debug)]
+struct OpenConnection {
+    shared: Arc<Shared>,
+    node: NodeId,
+    id: u64,
+    model: NodeConnection,
+}
+
+impl OpenConnection {
+    fn open(shared: Arc<Shared>, node: NodeId, id: u64) -> Self {
+        let model = NodeConnection::open(&mut shared.state(), node);
+        Self {
+            shared,
+            node,
+            id,
+            model,
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.model.close(&mut self.shared.state());
+        lock(&self.shared.node(self.node).connections).remove(&self.id);
+        debug!(node = self.node, connection = self.id, "closed");
+    }
+}
+
+fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|elapsed| u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
+    let mut decoder = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+    let mut buffer = BytesMut::with_capacity(64 * 1024);
+    loop {
+        let mut input: &[u8] = &buffer;
+        let available = input.len();
+        let decoded = decoder.decode(&mut input);
+        let consumed = available - input.len();
+        buffer.advance(consumed);
+        match decoded {
+            Ok(Some(Frame::Request { header, body })) => {
+                let reply = {
+                    let mut state = connection.shared.state();
+                    state.set_now_micros(now_micros());
+                    let node = connection.node;
+                    connection.model.handle(&mut state, node, header, body)
+                };
+                let Some(reply) = reply else {
+                    debug!(node = connection.node, "invalid request header, closing");
+                    return;
+                };
+                let delay = *lock(&connection.shared.node(connection.node).reply_delay);
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                if stream.write_all(&reply).await.is_err() {
+                    return;
+                }
+            }
+            Ok(Some(other)) => {
+                warn!(node = connection.node, frame = ?other, "a client sent a non-request frame");
+                return;
+            }
+            Ok(None) => match stream.read_buf(&mut buffer).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            },
+            Err(error) => {
+                debug!(node = connection.node, %error, "undecodable frame, closing");
+                return;
+            }
+        }
+    }
+}

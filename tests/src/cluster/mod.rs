@@ -1,0 +1,36 @@
+//! A loopback Apache Iggy 0.11.0 cluster for tests, benchmarks and the demo.
+//!
+//! It has two layers:
+//! - a sans-IO node model: [`ClusterState`] is what every node of one cluster shares
+//!   (users, sessions, streams, topics, partitions and their logs, the metadata leader and
+//!   each partition's primary), and [`NodeConnection`] turns one decoded request on one
+//!   connection into the one reply frame the real server would send (protocol §8, §9, §13);
+//! - a tokio driver, [`TestCluster`], that runs 1 to 5 nodes on `127.0.0.1:0` and exposes
+//!   the control API for scripted faults and the counters tests assert on.
+//!
+//! The deterministic simulation drives the same model without sockets.
+
+mod catalog;
+mod control;
+mod driver;
+mod handlers_messages;
+mod handlers_metadata;
+mod handlers_offsets;
+mod handlers_routing;
+mod node;
+mod outcome;
+mod state;
+mod target;
+
+pub use catalog::{
+    Catalog, CatalogError, Lookup, MAX_PARTITIONS_PER_TOPIC, NewMessage, OffsetOwner, Partition,
+    StoredMessage, Stream, Topic,
+};
+pub use control::SplitPrimaries;
+pub use driver::TestCluster;
+pub use node::{Attachment, Binding, NodeConnection};
+pub use outcome::Outcome;
+pub use state::{
+    ClusterConfig, ClusterState, NodeId, NodeInfo, NodeStats, ROOT_PASSWORD, ROOT_USER_ID,
+    ROOT_USERNAME, SessionRecord, User,
+};

@@ -1,0 +1,372 @@
+//! One client connection to one node: its session binding, and the dispatch of each decoded
+//! request to the handler of its command family.
+//!
+//! The connection is lockstep (protocol §1.9): every request gets exactly one reply or
+//! eviction, except an invalid header, which the real server drops without a reply (§1.3)
+//! and which the driver answers by closing the connection.
+
+use bytes::{Bytes, BytesMut};
+use iggy_route_core::wire::{
+    ErrorCode, EvictionReason, LoginRegisterReply, LoginRegisterRequest,
+    LoginRegisterWithPatRequest, Name, Operation, PROTOCOL_VERSION, RequestHeader, SDK_VERSION,
+    code,
+};
+
+use super::handlers_metadata::MetadataCreate;
+use super::handlers_offsets::OffsetWrite;
+use super::outcome::Outcome;
+use super::state::{ClusterState, NodeId};
+
+/// The session a connection is signed in with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Binding {
+    /// The client id of the `LOGIN_REGISTER` header.
+    pub client_id: u128,
+    /// The session epoch the login reply handed out.
+    pub session: u64,
+    /// The authenticated user.
+    pub user_id: u32,
+}
+
+/// The parent session a data connection acts for after `ATTACH_CONSUMER_SESSION` (§13.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attachment {
+    /// The parent's client id.
+    pub client_id: u128,
+    /// The parent's session epoch.
+    pub session: u64,
+}
+
+/// Per-connection state of the node model.
+#[derive(Debug)]
+pub struct NodeConnection {
+    pub(super) node: NodeId,
+    pub(super) binding: Option<Binding>,
+    pub(super) attachment: Option<Attachment>,
+    /// Highest metadata commit this connection has been told about (§13.1).
+    pub(super) watermark: u64,
+    closed: bool,
+}
+
+impl NodeConnection {
+    /// A new connection accepted by `node`; counted in the node's stats.
+    pub fn open(state: &mut ClusterState, node: NodeId) -> Self {
+        let stats = state.stats_mut(node);
+        stats.open_connections += 1;
+        stats.connections_total += 1;
+        Self {
+            node,
+            binding: None,
+            attachment: None,
+            watermark: 0,
+            closed: false,
+        }
+    }
+
+    /// The node this connection belongs to.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// The session this connection is signed in with.
+    pub fn binding(&self) -> Option<Binding> {
+        self.binding
+    }
+
+    /// The parent session this connection is attached to.
+    pub fn attachment(&self) -> Option<Attachment> {
+        self.attachment
+    }
+
+    /// The connection is gone: release its session (attachments to it die with it) and
+    /// count it closed. Calling it twice is harmless.
+    pub fn close(&mut self, state: &mut ClusterState) {
+        if self.closed {
+            return;
+        }
+        self.closed = true;
+        if let Some(binding) = self.binding.take() {
+            end_if_owned(state, binding);
+        }
+        let stats = state.stats_mut(self.node);
+        stats.open_connections = stats.open_connections.saturating_sub(1);
+    }
+
+    /// Answer one request received by `node` (the node this connection was opened on).
+    /// Returns the whole reply or eviction frame, or `None` when the header is invalid and
+    /// the real server would drop it without a reply.
+    pub fn handle(
+        &mut self,
+        state: &mut ClusterState,
+        node: NodeId,
+        header: RequestHeader,
+        body: Bytes,
+    ) -> Option<Bytes> {
+        self.node = node;
+        let outcome = self.dispatch(state, &header, &body);
+        if outcome.is_refusal() {
+            state.stats_mut(node).refusals += 1;
+        }
+        if let Outcome::Evict(_) = outcome {
+            state.stats_mut(node).evictions += 1;
+        }
+        let metadata_plane = header.operation.is_metadata()
+            || header.operation == Operation::Register
+            || header.operation == Operation::Logout;
+        if let Outcome::Reply {
+            status: 0, commit, ..
+        } = outcome
+            && metadata_plane
+        {
+            self.watermark = self.watermark.max(commit);
+        }
+        outcome.into_frame(&header)
+    }
+
+    fn dispatch(
+        &mut self,
+        state: &mut ClusterState,
+        header: &RequestHeader,
+        body: &Bytes,
+    ) -> Outcome {
+        if !header_is_valid(header) {
+            return Outcome::Drop;
+        }
+        if header.operation == Operation::Register {
+            return self.login(state, header, body);
+        }
+        if header.operation == Operation::NonReplicated {
+            state.count_request(self.node, header.code);
+            return self.dispatch_read(state, header, body);
+        }
+        state.count_request(self.node, header.operation.code().unwrap_or(0));
+        if let Err(eviction) = self.check_session(header) {
+            return eviction;
+        }
+        self.dispatch_replicated(state, header, body)
+    }
+
+    fn dispatch_read(
+        &mut self,
+        state: &mut ClusterState,
+        header: &RequestHeader,
+        body: &[u8],
+    ) -> Outcome {
+        let commit = state.commit();
+        let routing = matches!(
+            header.code,
+            code::ATTACH_CONSUMER_SESSION
+                | code::GET_POLL_ROUTING
+                | code::POLL_MESSAGES_ON_PRIMARY
+                | code::GET_CONSUMER_OFFSET_ROUTING
+        );
+        if routing && !state.routing_commands() {
+            // Servers built before the routing commands treat them as unknown codes.
+            return Outcome::status(ErrorCode::InvalidCommand, commit);
+        }
+        match header.code {
+            code::PING => Outcome::empty(commit),
+            code::GET_CLUSTER_METADATA
+            | code::GET_STREAM
+            | code::GET_TOPIC
+            | code::POLL_MESSAGES
+            | code::GET_CONSUMER_OFFSET
+            | code::GET_POLL_ROUTING
+            | code::GET_CONSUMER_OFFSET_ROUTING
+            | code::ATTACH_CONSUMER_SESSION
+            | code::POLL_MESSAGES_ON_PRIMARY => {
+                // §13.3: a 104 is authorised by its attachment, not by its own login.
+                if self.binding.is_none() && header.code != code::POLL_MESSAGES_ON_PRIMARY {
+                    return Outcome::status(ErrorCode::Unauthenticated, commit);
+                }
+                self.dispatch_authenticated_read(state, header.code, body)
+            }
+            _ => Outcome::status(ErrorCode::InvalidCommand, commit),
+        }
+    }
+
+    fn dispatch_authenticated_read(
+        &mut self,
+        state: &mut ClusterState,
+        command: u32,
+        body: &[u8],
+    ) -> Outcome {
+        match command {
+            code::GET_CLUSTER_METADATA => super::handlers_metadata::cluster_metadata(state),
+            code::GET_STREAM => super::handlers_metadata::get_stream(state, body),
+            code::GET_TOPIC => super::handlers_metadata::get_topic(state, body),
+            code::POLL_MESSAGES => super::handlers_messages::poll(self, state, body, false),
+            code::POLL_MESSAGES_ON_PRIMARY => {
+                super::handlers_messages::poll(self, state, body, true)
+            }
+            code::GET_CONSUMER_OFFSET => super::handlers_offsets::get_offset(state, body),
+            code::GET_POLL_ROUTING | code::GET_CONSUMER_OFFSET_ROUTING => {
+                super::handlers_routing::routing(self, state, command, body)
+            }
+            code::ATTACH_CONSUMER_SESSION => super::handlers_routing::attach(self, state, body),
+            _ => Outcome::status(ErrorCode::InvalidCommand, state.commit()),
+        }
+    }
+
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "operations the model does not implement all get InvalidCommand"
+    )]
+    fn dispatch_replicated(
+        &mut self,
+        state: &mut ClusterState,
+        header: &RequestHeader,
+        body: &[u8],
+    ) -> Outcome {
+        match header.operation {
+            Operation::Logout => self.logout(state),
+            Operation::CreateStream => {
+                super::handlers_metadata::write(self.node, state, MetadataCreate::Stream, body)
+            }
+            Operation::CreateTopic => {
+                super::handlers_metadata::write(self.node, state, MetadataCreate::Topic, body)
+            }
+            Operation::CreatePartitions => {
+                super::handlers_metadata::write(self.node, state, MetadataCreate::Partitions, body)
+            }
+            Operation::SendMessages => super::handlers_messages::send(self, state, header, body),
+            Operation::StoreConsumerOffset => {
+                super::handlers_offsets::write(self, state, OffsetWrite::Store, body)
+            }
+            Operation::DeleteConsumerOffset => {
+                super::handlers_offsets::write(self, state, OffsetWrite::Delete, body)
+            }
+            // Every other operation, including any added to the codec later, is one the
+            // model does not implement: the server's answer to an unknown command.
+            _ => Outcome::status(ErrorCode::InvalidCommand, state.commit()),
+        }
+    }
+
+    /// A replicated op must come from the signed-in client with its current epoch (§3.3).
+    fn check_session(&self, header: &RequestHeader) -> Result<(), Outcome> {
+        let Some(binding) = self.binding else {
+            return Err(Outcome::Evict(EvictionReason::NoSession));
+        };
+        if header.client != binding.client_id {
+            return Err(Outcome::Evict(EvictionReason::NoSession));
+        }
+        if header.session < binding.session {
+            return Err(Outcome::Evict(EvictionReason::SessionTooLow));
+        }
+        if header.session > binding.session {
+            // A future epoch is dropped silently by the client table.
+            return Err(Outcome::Drop);
+        }
+        Ok(())
+    }
+
+    fn login(&mut self, state: &mut ClusterState, header: &RequestHeader, body: &[u8]) -> Outcome {
+        let request = match LoginRegisterRequest::decode(body) {
+            Ok(request) => request,
+            Err(_) => {
+                // Codes 40 and 45 both arrive as `Register`; only the body tells them apart.
+                let outcome = match LoginRegisterWithPatRequest::decode(body) {
+                    Ok(pat) if !version_is_compatible(pat.protocol_version) => {
+                        Outcome::Evict(EvictionReason::IncompatibleProtocol)
+                    }
+                    // The test cluster issues no personal access tokens.
+                    Ok(_) => Outcome::Evict(EvictionReason::InvalidToken),
+                    Err(_) => Outcome::Evict(EvictionReason::MalformedLogin),
+                };
+                state.count_request(self.node, code::LOGIN_REGISTER_WITH_PAT);
+                state.stats_mut(self.node).login_failures += 1;
+                return outcome;
+            }
+        };
+        state.count_request(self.node, code::LOGIN_REGISTER);
+        if !version_is_compatible(request.protocol_version) {
+            state.stats_mut(self.node).login_failures += 1;
+            return Outcome::Evict(EvictionReason::IncompatibleProtocol);
+        }
+        let Some(user_id) =
+            state.authenticate(request.username.as_str(), request.password.expose())
+        else {
+            state.stats_mut(self.node).login_failures += 1;
+            return Outcome::Evict(EvictionReason::InvalidCredentials);
+        };
+        let binding = match self.binding {
+            // §3.2: a re-login on a bound connection replays the existing session.
+            Some(binding) => binding,
+            None => {
+                let session = state.register_session(header.client, user_id, self.node);
+                let binding = Binding {
+                    client_id: header.client,
+                    session,
+                    user_id,
+                };
+                self.binding = Some(binding);
+                state.stats_mut(self.node).logins += 1;
+                binding
+            }
+        };
+        self.watermark = self.watermark.max(binding.session);
+        login_reply(binding, state.commit())
+    }
+
+    fn logout(&mut self, state: &mut ClusterState) -> Outcome {
+        if let Some(binding) = self.binding.take() {
+            end_if_owned(state, binding);
+        }
+        self.attachment = None;
+        let commit = state.bump_commit();
+        Outcome::empty(commit)
+    }
+}
+
+/// End the session only if the table still holds this connection's epoch (a newer login
+/// with the same client id elsewhere is not ours to end).
+fn end_if_owned(state: &mut ClusterState, binding: Binding) {
+    if state
+        .session(binding.client_id)
+        .map(|record| record.session)
+        == Some(binding.session)
+    {
+        state.end_session(binding.client_id);
+    }
+}
+
+/// §3.2: `client >= MIN && client.major.minor <= server.major.minor`, MIN = server with
+/// patch 0.
+fn version_is_compatible(client: u32) -> bool {
+    let minor_of = |version: u32| version >> 10;
+    client >= PROTOCOL_VERSION & !0x3FF && minor_of(client) <= minor_of(PROTOCOL_VERSION)
+}
+
+/// §1.3: what the server checks before it looks at a request at all.
+#[allow(
+    clippy::wildcard_enum_match_arm,
+    reason = "every replicated operation, present or future, needs a session and a request id"
+)]
+fn header_is_valid(header: &RequestHeader) -> bool {
+    if header.client == 0 {
+        return false;
+    }
+    match header.operation {
+        Operation::Reserved => false,
+        Operation::Register => header.session == 0 && header.request == 0,
+        Operation::NonReplicated => true,
+        _ => header.session > 0 && header.request > 0,
+    }
+}
+
+fn login_reply(binding: Binding, commit: u64) -> Outcome {
+    let reply = LoginRegisterReply {
+        user_id: binding.user_id,
+        session: binding.session,
+        server_protocol_version: PROTOCOL_VERSION,
+        server_version: server_version(),
+    };
+    let mut payload = BytesMut::with_capacity(reply.encoded_len());
+    reply.encode(&mut payload);
+    // §3.2: op = session, commit = max(commit_max, session).
+    Outcome::result_ok(&payload, commit.max(binding.session)).with_op(binding.session)
+}
+
+fn server_version() -> Name {
+    Name::new(SDK_VERSION).expect("SDK_VERSION is a valid 6-byte name")
+}

@@ -1,0 +1,380 @@
+//! The shared, sans-IO model of one test cluster.
+//!
+//! Every node of a real Iggy cluster holds a replica of the same metadata (users, sessions,
+//! streams, topics, partitions) and of every partition's log. A test cluster has no
+//! replication lag to model, so all nodes share this one `ClusterState`. What differs per
+//! node is only *which role* it plays: the metadata leader (one node, protocol §3.5) and the
+//! primary of each partition (any node, §8). A request is admitted only where the model says
+//! the role sits, which is all the router under test can observe.
+//!
+//! Nothing here does I/O or reads a clock: the driver (or a simulation) passes the time in
+//! with [`ClusterState::set_now_micros`].
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+
+use super::catalog::Catalog;
+
+/// Index of a node in the cluster, `0..nodes`.
+pub type NodeId = usize;
+
+/// The user id of the built-in root user.
+pub const ROOT_USER_ID: u32 = 1;
+/// The default root credentials of an Iggy server.
+pub const ROOT_USERNAME: &str = "iggy";
+/// The default root password of an Iggy server.
+pub const ROOT_PASSWORD: &str = "iggy";
+
+/// Settings of a cluster.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// Number of nodes, 1..=5.
+    pub nodes: usize,
+    /// When false, the routing commands 14, 103, 104 and 123 are answered with
+    /// `InvalidCommand (3)`, as servers built before them do.
+    pub routing_commands: bool,
+    /// The cluster name reported by `GET_CLUSTER_METADATA`.
+    pub name: String,
+}
+
+impl ClusterConfig {
+    /// A cluster of `nodes` nodes with the routing commands enabled.
+    pub fn new(nodes: usize) -> Self {
+        Self {
+            nodes,
+            routing_commands: true,
+            name: "iggy-route-test".to_owned(),
+        }
+    }
+}
+
+/// A user account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// Numeric user id.
+    pub id: u32,
+    /// Login name.
+    pub username: String,
+    /// Clear-text password (a test cluster needs no hashing).
+    pub password: String,
+}
+
+/// A registered client session, as the metadata client table would hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionRecord {
+    /// The session fence epoch handed out by the login reply.
+    pub session: u64,
+    /// The authenticated user.
+    pub user_id: u32,
+    /// The node the session was registered through.
+    pub node: NodeId,
+}
+
+/// Counters of one node, for tests to assert on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    /// Requests received, by command code (replicated operations are counted under their
+    /// command code, e.g. `SendMessages` under 101).
+    pub requests_by_code: BTreeMap<u32, u64>,
+    /// Replies carrying `TransientNotAccepted (58)`, on the status channel or in a result
+    /// section: requests this node refused because it does not hold the needed role.
+    pub refusals: u64,
+    /// Successful logins (`LOGIN_REGISTER`).
+    pub logins: u64,
+    /// Logins refused (bad credentials, malformed, incompatible version).
+    pub login_failures: u64,
+    /// Eviction frames sent.
+    pub evictions: u64,
+    /// Connections open right now.
+    pub open_connections: u64,
+    /// Connections accepted since the cluster started.
+    pub connections_total: u64,
+}
+
+impl NodeStats {
+    /// Requests received with `code`.
+    pub fn requests(&self, code: u32) -> u64 {
+        self.requests_by_code.get(&code).copied().unwrap_or(0)
+    }
+}
+
+/// A node as the roster describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// Roster name, `node-<index>`.
+    pub name: String,
+    /// The loopback address the node listens on (port 0 until the driver bound it).
+    pub addr: SocketAddr,
+    /// False while the driver has the node stopped.
+    pub running: bool,
+}
+
+/// The shared state of one cluster: see the module doc.
+#[derive(Debug)]
+pub struct ClusterState {
+    name: String,
+    nodes: Vec<NodeInfo>,
+    users: Vec<User>,
+    sessions: BTreeMap<u128, SessionRecord>,
+    /// Streams, topics, partitions, logs and consumer offsets.
+    pub catalog: Catalog,
+    metadata_leader: NodeId,
+    /// The metadata commit counter, the watermark source of §5.8.
+    commit: u64,
+    routing_commands: bool,
+    stats: Vec<NodeStats>,
+    now_micros: u64,
+    last_timestamp: u64,
+}
+
+impl ClusterState {
+    /// A fresh cluster: the root user, no streams, node 0 the metadata leader.
+    ///
+    /// # Panics
+    /// If `config.nodes` is not in 1..=5 (a bug in the test, not peer input).
+    pub fn new(config: &ClusterConfig) -> Self {
+        assert!(
+            (1..=5).contains(&config.nodes),
+            "a test cluster has 1 to 5 nodes, not {}",
+            config.nodes
+        );
+        let nodes = (0..config.nodes)
+            .map(|index| NodeInfo {
+                name: format!("node-{index}"),
+                addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+                running: true,
+            })
+            .collect();
+        Self {
+            name: config.name.clone(),
+            nodes,
+            users: vec![User {
+                id: ROOT_USER_ID,
+                username: ROOT_USERNAME.to_owned(),
+                password: ROOT_PASSWORD.to_owned(),
+            }],
+            sessions: BTreeMap::new(),
+            catalog: Catalog::default(),
+            metadata_leader: 0,
+            commit: 0,
+            routing_commands: config.routing_commands,
+            stats: vec![NodeStats::default(); config.nodes],
+            now_micros: 0,
+            last_timestamp: 0,
+        }
+    }
+
+    // ---- nodes and roles -------------------------------------------------------------
+
+    /// The cluster name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Every node, in roster order.
+    pub fn nodes(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+
+    /// Record the address a node listens on.
+    pub fn set_node_addr(&mut self, node: NodeId, addr: SocketAddr) {
+        if let Some(info) = self.nodes.get_mut(node) {
+            info.addr = addr;
+        }
+    }
+
+    /// Record whether a node is running (the roster still lists stopped nodes, as a real
+    /// cluster's static roster does).
+    pub fn set_node_running(&mut self, node: NodeId, running: bool) {
+        if let Some(info) = self.nodes.get_mut(node) {
+            info.running = running;
+        }
+    }
+
+    /// The node the roster reports as `Leader`.
+    pub fn metadata_leader(&self) -> NodeId {
+        self.metadata_leader
+    }
+
+    /// Move the metadata leader (a metadata-only election: partition primaries stay).
+    ///
+    /// # Panics
+    /// If `node` is not a node of this cluster.
+    pub fn set_metadata_leader(&mut self, node: NodeId) {
+        assert!(node < self.nodes.len(), "no node {node}");
+        self.metadata_leader = node;
+    }
+
+    /// Whether the routing commands 14/103/104/123 are served.
+    pub fn routing_commands(&self) -> bool {
+        self.routing_commands
+    }
+
+    /// Switch the routing commands on or off.
+    pub fn set_routing_commands(&mut self, enabled: bool) {
+        self.routing_commands = enabled;
+    }
+
+    // ---- metadata commit and time ----------------------------------------------------
+
+    /// The metadata commit counter.
+    pub fn commit(&self) -> u64 {
+        self.commit
+    }
+
+    /// Advance the metadata commit by one op and return it: every metadata write and every
+    /// login is one committed op.
+    pub fn bump_commit(&mut self) -> u64 {
+        self.commit += 1;
+        self.commit
+    }
+
+    /// Tell the model the wall-clock time (µs since the epoch).
+    pub fn set_now_micros(&mut self, now_micros: u64) {
+        self.now_micros = now_micros;
+    }
+
+    /// A timestamp for a new record: the current time, made strictly increasing so that
+    /// records stay ordered even when the clock is coarse or not set at all.
+    pub fn next_timestamp(&mut self) -> u64 {
+        self.last_timestamp = self.now_micros.max(self.last_timestamp + 1);
+        self.last_timestamp
+    }
+
+    // ---- users and sessions ----------------------------------------------------------
+
+    /// Add a user; returns its id.
+    pub fn add_user(&mut self, username: &str, password: &str) -> u32 {
+        let id = self.users.iter().map(|user| user.id).max().unwrap_or(0) + 1;
+        self.users.push(User {
+            id,
+            username: username.to_owned(),
+            password: password.to_owned(),
+        });
+        id
+    }
+
+    /// The user with these credentials, if they match.
+    pub fn authenticate(&self, username: &str, password: &str) -> Option<u32> {
+        self.users
+            .iter()
+            .find(|user| user.username == username && user.password == password)
+            .map(|user| user.id)
+    }
+
+    /// Register a session for `client_id`: one committed metadata op, whose number is the
+    /// session epoch (protocol §3.2: the server uses the Register's commit op).
+    pub fn register_session(&mut self, client_id: u128, user_id: u32, node: NodeId) -> u64 {
+        let session = self.bump_commit();
+        self.sessions.insert(
+            client_id,
+            SessionRecord {
+                session,
+                user_id,
+                node,
+            },
+        );
+        session
+    }
+
+    /// The live session registered for `client_id`.
+    pub fn session(&self, client_id: u128) -> Option<SessionRecord> {
+        self.sessions.get(&client_id).copied()
+    }
+
+    /// End a session (logout or the connection closed). Attachments to it die with it.
+    pub fn end_session(&mut self, client_id: u128) {
+        self.sessions.remove(&client_id);
+    }
+
+    /// Number of live sessions.
+    pub fn live_sessions(&self) -> usize {
+        self.sessions.len()
+    }
+
+    // ---- counters --------------------------------------------------------------------
+
+    /// The counters of `node` (all zero for an unknown node).
+    pub fn stats(&self, node: NodeId) -> NodeStats {
+        self.stats.get(node).cloned().unwrap_or_default()
+    }
+
+    /// Mutable counters of `node`. Unknown nodes count into a scratch value, so a bad
+    /// node id from a caller can never panic the model.
+    pub fn stats_mut(&mut self, node: NodeId) -> &mut NodeStats {
+        if node >= self.stats.len() {
+            self.stats.resize_with(node + 1, NodeStats::default);
+        }
+        &mut self.stats[node]
+    }
+
+    /// Count one request with `code` on `node`.
+    pub fn count_request(&mut self, node: NodeId, code: u32) {
+        *self
+            .stats_mut(node)
+            .requests_by_code
+            .entry(code)
+            .or_insert(0) += 1;
+    }
+
+    /// Sum of refusals over all nodes.
+    pub fn total_refusals(&self) -> u64 {
+        self.stats.iter().map(|stats| stats.refusals).sum()
+    }
+
+    /// Sum of successful logins over all nodes.
+    pub fn total_logins(&self) -> u64 {
+        self.stats.iter().map(|stats| stats.logins).sum()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_cluster_has_root_user_and_node_zero_as_leader() {
+        let state = ClusterState::new(&ClusterConfig::new(3));
+        assert_eq!(state.authenticate("iggy", "iggy"), Some(ROOT_USER_ID));
+        assert_eq!(state.authenticate("iggy", "wrong"), None);
+        assert_eq!(state.metadata_leader(), 0);
+        assert_eq!(state.node_count(), 3);
+        assert!(state.routing_commands());
+    }
+
+    #[test]
+    fn every_session_gets_a_new_nonzero_epoch_from_the_commit() {
+        let mut state = ClusterState::new(&ClusterConfig::new(1));
+        let first = state.register_session(7, ROOT_USER_ID, 0);
+        let second = state.register_session(8, ROOT_USER_ID, 0);
+        assert!(first > 0);
+        assert!(second > first);
+        assert_eq!(state.commit(), second);
+        state.end_session(7);
+        assert_eq!(state.session(7), None);
+        assert_eq!(state.session(8).map(|record| record.session), Some(second));
+    }
+
+    #[test]
+    fn timestamps_increase_even_without_a_clock() {
+        let mut state = ClusterState::new(&ClusterConfig::new(1));
+        let first = state.next_timestamp();
+        let second = state.next_timestamp();
+        assert!(second > first);
+        state.set_now_micros(1_000_000);
+        assert_eq!(state.next_timestamp(), 1_000_000);
+    }
+
+    #[test]
+    fn counters_of_an_unknown_node_do_not_panic() {
+        let mut state = ClusterState::new(&ClusterConfig::new(1));
+        state.count_request(9, 1);
+        assert_eq!(state.stats(0).requests(1), 0);
+    }
+}
