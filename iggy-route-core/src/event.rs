@@ -1,0 +1,82 @@
+//! What the router reports for observability, and the counters an adapter shows in `stats()`.
+
+use crate::ids::{LinkId, NodeId, PartitionKey, RequestId};
+
+/// What a link is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkRole {
+    /// Carries the client's session: login, roster, route lookups, reads.
+    Coordinator,
+    /// Carries sends, routed polls and offset writes to one node, with its own login.
+    Data,
+}
+
+/// Something that happened, for logs and counters. Routing never depends on an adapter
+/// acting on these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A link signed in and is ready for requests.
+    LinkUp {
+        /// The link.
+        link: LinkId,
+        /// Its node.
+        node: NodeId,
+        /// What it carries.
+        role: LinkRole,
+    },
+    /// A link is gone.
+    LinkDown {
+        /// The link.
+        link: LinkId,
+        /// Its node.
+        node: NodeId,
+        /// What it carried.
+        role: LinkRole,
+    },
+    /// A partition's primary was learned (from a lookup, or by a node admitting a send).
+    RouteLearned {
+        /// The partition.
+        partition: PartitionKey,
+        /// Its primary.
+        node: NodeId,
+    },
+    /// A node refused a request ("never admitted", status 58): the route is dropped and a
+    /// new one sought at once.
+    Refused {
+        /// The request.
+        request: RequestId,
+        /// The node that refused it.
+        node: NodeId,
+    },
+    /// The cluster answers the routing commands with `InvalidCommand`: primaries are found
+    /// by trying nodes (discovery by refusal).
+    DiscoveryByRefusal,
+    /// The session (the coordinator link) moved to another node, because its node was
+    /// unreachable.
+    SessionMoved {
+        /// Where it was.
+        from: NodeId,
+        /// Where it is now.
+        to: NodeId,
+    },
+}
+
+/// Counters since the router was made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Sends that completed with success.
+    pub sends: u64,
+    /// Refusals (status 58) received.
+    pub refusals: u64,
+    /// Route lookups sent (103) and discovery rounds started.
+    pub lookups: u64,
+    /// Connections opened after the first one to each node.
+    pub reconnects: u64,
+    /// Times the session moved to another node.
+    pub session_moves: u64,
+    /// Requests completed (with any outcome).
+    pub completed: u64,
+    /// Requests completed by their deadline.
+    pub timeouts: u64,
+}

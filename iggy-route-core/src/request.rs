@@ -1,0 +1,236 @@
+//! What the caller asks for, what it gets back, and the typed ways either can fail.
+
+use std::time::Duration;
+
+use crate::ids::{NodeId, PartitionKey};
+use crate::partitioning::Partitioning;
+use crate::wire::{
+    Consumer, ErrorCode, Identifier, Message, Name, PollMessagesReply, PollingStrategy,
+    StreamDetails, TopicDetails, WireError,
+};
+
+/// One request for the router.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Request {
+    /// Append messages to one partition, on that partition's primary.
+    Send(SendRequest),
+    /// Read messages.
+    Poll(PollRequest),
+    /// Store a consumer offset, on the partition's primary.
+    StoreOffset(StoreOffsetRequest),
+    /// A metadata command or read.
+    Admin(AdminRequest),
+}
+
+/// Messages for one partition of one topic.
+#[derive(Debug, Clone)]
+pub struct SendRequest {
+    /// The stream.
+    pub stream: Identifier,
+    /// The topic.
+    pub topic: Identifier,
+    /// How the partition is chosen; resolved by the router, as the 0.11.0 SDK does.
+    pub partitioning: Partitioning,
+    /// The batch: at least one message.
+    pub messages: Vec<Message>,
+}
+
+/// A poll of one partition (or of whatever the server chooses when `partition_id` is `None`).
+#[derive(Debug, Clone)]
+pub struct PollRequest {
+    /// Who polls: a consumer or a consumer group.
+    pub consumer: Consumer,
+    /// The stream.
+    pub stream: Identifier,
+    /// The topic.
+    pub topic: Identifier,
+    /// The partition; `None` lets the server pick (never routed).
+    pub partition_id: Option<u32>,
+    /// Where to start.
+    pub strategy: PollingStrategy,
+    /// Most messages to return.
+    pub count: u32,
+    /// Commit the consumer offset on the server. Auto-commit polls go to the primary.
+    pub auto_commit: bool,
+}
+
+/// A consumer offset to store on the partition's primary.
+#[derive(Debug, Clone)]
+pub struct StoreOffsetRequest {
+    /// Whose offset.
+    pub consumer: Consumer,
+    /// The stream.
+    pub stream: Identifier,
+    /// The topic.
+    pub topic: Identifier,
+    /// The partition (required: an offset belongs to one partition).
+    pub partition_id: u32,
+    /// The offset.
+    pub offset: u64,
+}
+
+/// Metadata commands (sent to the metadata leader) and reads (served by the coordinator).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum AdminRequest {
+    /// `CREATE_STREAM` (202).
+    CreateStream {
+        /// Its name.
+        name: Name,
+    },
+    /// `CREATE_TOPIC` (302).
+    CreateTopic {
+        /// The stream it belongs to.
+        stream: Identifier,
+        /// Its name.
+        name: Name,
+        /// How many partitions it starts with.
+        partitions_count: u32,
+    },
+    /// `CREATE_PARTITIONS` (402).
+    CreatePartitions {
+        /// The stream.
+        stream: Identifier,
+        /// The topic.
+        topic: Identifier,
+        /// How many partitions to add.
+        partitions_count: u32,
+    },
+    /// `GET_STREAM` (200).
+    GetStream {
+        /// The stream.
+        stream: Identifier,
+    },
+    /// `GET_TOPIC` (300).
+    GetTopic {
+        /// The stream.
+        stream: Identifier,
+        /// The topic.
+        topic: Identifier,
+    },
+}
+
+/// A successful outcome.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Reply {
+    /// The batch was admitted.
+    Sent(SendReceipt),
+    /// Messages read.
+    Polled(PollMessagesReply),
+    /// The offset was stored.
+    OffsetStored,
+    /// A stream was created, or read (`None`: no such stream).
+    Stream(Option<StreamDetails>),
+    /// A topic was created, or read (`None`: no such topic).
+    Topic(Option<TopicDetails>),
+    /// Partitions were added.
+    PartitionsCreated,
+}
+
+/// Where a batch went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendReceipt {
+    /// The partition the batch was appended to.
+    pub partition_id: u32,
+    /// The offset of its first message, when the server reported it (a server that
+    /// recognised a duplicate answers with no confirmation).
+    pub base_offset: Option<u64>,
+    /// How many messages the batch held.
+    pub messages: u32,
+    /// The node that admitted it.
+    pub node: NodeId,
+}
+
+/// How a request ended, when it did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// The request's deadline passed. If a send was in flight at that moment it may or may
+    /// not have been admitted.
+    #[error("timed out after {after:?}")]
+    TimedOut {
+        /// How long the request lived.
+        after: Duration,
+    },
+    /// The link closed (or fell silent) while the request was in flight: it may or may not
+    /// have been admitted, and it was not written again.
+    #[error("outcome unknown: the link to {node} closed with the request in flight")]
+    OutcomeUnknown {
+        /// The node it was written to.
+        node: NodeId,
+    },
+    /// The server answered with an error code.
+    #[error("server error {code}")]
+    Server {
+        /// The code.
+        code: ErrorCode,
+    },
+    /// The stream or topic does not exist.
+    #[error("topic {stream}/{topic} not found")]
+    TopicNotFound {
+        /// The stream as given.
+        stream: Identifier,
+        /// The topic as given.
+        topic: Identifier,
+    },
+    /// The partition id is not below the topic's partition count.
+    #[error("partition {partition} out of range: the topic has {count}")]
+    PartitionOutOfRange {
+        /// The partition asked for.
+        partition: u32,
+        /// The topic's partition count.
+        count: u32,
+    },
+    /// No node could be found that admits requests for this partition.
+    #[error("no route to {partition}")]
+    NoRoute {
+        /// The partition.
+        partition: PartitionKey,
+    },
+    /// Signing in failed for good (bad credentials, incompatible server).
+    #[error("sign-in failed: {code}")]
+    SignIn {
+        /// What the server said.
+        code: ErrorCode,
+    },
+    /// A node sent bytes that do not decode.
+    #[error("malformed reply: {0}")]
+    Malformed(WireError),
+    /// The router was shut down.
+    #[error("router shut down")]
+    Shutdown,
+}
+
+/// Why `submit` refused a request before anything was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubmitError {
+    /// Too many requests are waiting (in all, or for one partition).
+    #[error("queue full: {limit} requests pending")]
+    QueueFull {
+        /// The limit that was hit.
+        limit: usize,
+    },
+    /// The encoded request would be larger than the configured maximum frame.
+    #[error("request of {size} bytes exceeds the {max}-byte frame limit")]
+    FrameTooLarge {
+        /// The encoded size.
+        size: usize,
+        /// The limit.
+        max: u32,
+    },
+    /// A send with no message.
+    #[error("empty batch")]
+    EmptyBatch,
+    /// A field of the request cannot be encoded (for example a message key over 255 bytes).
+    #[error("invalid request: {0}")]
+    Invalid(WireError),
+    /// The router is shutting down and takes no new requests.
+    #[error("router closed")]
+    Closed,
+}
+
+/// The completion of one request.
+pub type Outcome = Result<Reply, RequestError>;

@@ -1,0 +1,234 @@
+//! Request bodies: checked at `submit` (so a bad request fails before anything is sent) and
+//! encoded when an attempt is written.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::partitioning::Partitioning;
+use crate::request::{AdminRequest, PollRequest, Request, SubmitError};
+use crate::wire::{
+    self, Consumer, ConsumerKind, ConsumerOffsetKey, CreatePartitionsRequest, CreateStreamRequest,
+    CreateTopicRequest, GetStreamRequest, GetTopicRequest, HEADER_SIZE, Identifier, Name,
+    Operation, PollMessagesRequest, PollingStrategy, SendMessagesRequest,
+    StoreConsumerOffsetRequest, WireError, code,
+};
+
+/// Largest payload of one message (`iggy_message.rs`, protocol §1.10).
+const MAX_PAYLOAD: usize = 64_000_000;
+/// Largest user-header block of one message.
+const MAX_USER_HEADERS: usize = 100_000;
+
+/// Checks a request before it is accepted.
+pub(crate) fn validate(request: &Request, max_frame_size: u32) -> Result<(), SubmitError> {
+    let body_len = match request {
+        Request::Send(send) => {
+            if send.messages.is_empty() {
+                return Err(SubmitError::EmptyBatch);
+            }
+            if let Partitioning::MessagesKey(key) = &send.partitioning
+                && (key.is_empty() || key.len() > 255)
+            {
+                return Err(SubmitError::Invalid(WireError::InvalidLength {
+                    field: "messages key",
+                    len: key.len(),
+                }));
+            }
+            let mut frames = 0usize;
+            for message in &send.messages {
+                if message.payload.len() > MAX_PAYLOAD {
+                    return Err(SubmitError::Invalid(WireError::InvalidLength {
+                        field: "payload",
+                        len: message.payload.len(),
+                    }));
+                }
+                if message.user_headers.len() > MAX_USER_HEADERS {
+                    return Err(SubmitError::Invalid(WireError::InvalidLength {
+                        field: "user headers",
+                        len: message.user_headers.len(),
+                    }));
+                }
+                if !message.user_headers.is_empty() {
+                    wire::validate_user_headers(&message.user_headers)
+                        .map_err(SubmitError::Invalid)?;
+                }
+                frames = frames.saturating_add(message.frame_len());
+            }
+            // Metadata section (at most 4 + 2 * 257 + 6 + 4) and the batch header.
+            4 + send.stream.encoded_len()
+                + send.topic.encoded_len()
+                + 6
+                + 4
+                + wire::BATCH_HEADER_SIZE
+                + frames
+        }
+        Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => 0,
+    };
+    let size = HEADER_SIZE.saturating_add(body_len);
+    if size > max_frame_size as usize {
+        return Err(SubmitError::FrameTooLarge {
+            size,
+            max: max_frame_size,
+        });
+    }
+    Ok(())
+}
+
+/// The consumer named in route lookups made for sends: lookups need a poll body, and a
+/// plain consumer carries no group fence.
+fn lookup_consumer() -> Consumer {
+    Consumer {
+        kind: ConsumerKind::Consumer,
+        id: Identifier::Numeric(1),
+    }
+}
+
+/// The `GET_POLL_ROUTING` (103) body for a partition: a whole poll request with
+/// `auto_commit` set, as the server requires (protocol §13.1).
+pub(crate) fn route_lookup_body(stream: &Identifier, topic: &Identifier, partition: u32) -> Bytes {
+    let request = PollMessagesRequest {
+        consumer: lookup_consumer(),
+        stream: stream.clone(),
+        topic: topic.clone(),
+        partition_id: Some(partition),
+        strategy: PollingStrategy::Next,
+        count: 1,
+        auto_commit: true,
+    };
+    let mut out = BytesMut::with_capacity(request.encoded_len());
+    request.encode(&mut out);
+    out.freeze()
+}
+
+/// The `GET_TOPIC` (300) body.
+pub(crate) fn get_topic_body(stream: &Identifier, topic: &Identifier) -> Bytes {
+    let request = GetTopicRequest {
+        stream: stream.clone(),
+        topic: topic.clone(),
+    };
+    let mut out = BytesMut::with_capacity(request.encoded_len());
+    request.encode(&mut out);
+    out.freeze()
+}
+
+/// How one attempt of a request goes on the wire.
+#[derive(Debug)]
+pub(crate) struct Encoded {
+    pub(crate) operation: Operation,
+    pub(crate) code: u32,
+    pub(crate) body: Bytes,
+}
+
+/// Encodes a request for one attempt. `primary_gated` selects the routed forms (a poll as
+/// `POLL_MESSAGES_ON_PRIMARY`, 104) used on data links of clusters with routing commands.
+pub(crate) fn encode(
+    request: &Request,
+    partition: Option<u32>,
+    primary_gated: bool,
+) -> Result<Encoded, WireError> {
+    let mut out = BytesMut::new();
+    let code = match request {
+        Request::Send(send) => {
+            let body = SendMessagesRequest {
+                stream: send.stream.clone(),
+                topic: send.topic.clone(),
+                partitioning: Partitioning::PartitionId(partition.unwrap_or(0)),
+                messages: send.messages.clone(),
+            };
+            out.reserve(body.encoded_len());
+            body.encode(&mut out);
+            code::SEND_MESSAGES
+        }
+        Request::Poll(poll) => {
+            poll_body(poll, partition).encode(&mut out);
+            if primary_gated {
+                code::POLL_MESSAGES_ON_PRIMARY
+            } else {
+                code::POLL_MESSAGES
+            }
+        }
+        Request::StoreOffset(store) => {
+            StoreConsumerOffsetRequest {
+                key: ConsumerOffsetKey {
+                    consumer: store.consumer.clone(),
+                    stream: store.stream.clone(),
+                    topic: store.topic.clone(),
+                    partition_id: Some(store.partition_id),
+                },
+                offset: store.offset,
+            }
+            .encode(&mut out);
+            code::STORE_CONSUMER_OFFSET
+        }
+        Request::Admin(admin) => encode_admin(admin, &mut out),
+    };
+    Ok(Encoded {
+        operation: Operation::for_code(code),
+        code,
+        body: out.freeze(),
+    })
+}
+
+fn poll_body(poll: &PollRequest, partition: Option<u32>) -> PollMessagesRequest {
+    PollMessagesRequest {
+        consumer: poll.consumer.clone(),
+        stream: poll.stream.clone(),
+        topic: poll.topic.clone(),
+        partition_id: partition.or(poll.partition_id),
+        strategy: poll.strategy,
+        count: poll.count,
+        auto_commit: poll.auto_commit,
+    }
+}
+
+fn encode_admin(admin: &AdminRequest, out: &mut BytesMut) -> u32 {
+    match admin {
+        AdminRequest::CreateStream { name } => {
+            CreateStreamRequest { name: name.clone() }.encode(out);
+            code::CREATE_STREAM
+        }
+        AdminRequest::CreateTopic {
+            stream,
+            name,
+            partitions_count,
+        } => {
+            create_topic(stream, name, *partitions_count).encode(out);
+            code::CREATE_TOPIC
+        }
+        AdminRequest::CreatePartitions {
+            stream,
+            topic,
+            partitions_count,
+        } => {
+            CreatePartitionsRequest {
+                stream: stream.clone(),
+                topic: topic.clone(),
+                partitions_count: *partitions_count,
+            }
+            .encode(out);
+            code::CREATE_PARTITIONS
+        }
+        AdminRequest::GetStream { stream } => {
+            GetStreamRequest {
+                stream: stream.clone(),
+            }
+            .encode(out);
+            code::GET_STREAM
+        }
+        AdminRequest::GetTopic { stream, topic } => {
+            GetTopicRequest {
+                stream: stream.clone(),
+                topic: topic.clone(),
+            }
+            .encode(out);
+            code::GET_TOPIC
+        }
+    }
+}
+
+fn create_topic(stream: &Identifier, name: &Name, partitions_count: u32) -> CreateTopicRequest {
+    CreateTopicRequest {
+        stream: stream.clone(),
+        partitions_count,
+        name: name.clone(),
+        options: Bytes::new(),
+    }
+}

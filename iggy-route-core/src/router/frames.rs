@@ -1,0 +1,419 @@
+//! Frames from nodes: each one is the reply to the exchange in flight on its link, and
+//! becomes an input of the routing layer.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use tracing::{debug, warn};
+
+use super::link::{Attachment, Job};
+use super::{CoordJob, Router};
+use crate::event::LinkRole;
+use crate::ids::{LinkId, NodeId, RequestId};
+use crate::request::{AdminRequest, Reply, Request, RequestError, SendReceipt};
+use crate::routing::{Attempt, RouteAnswer, Target, TopicAnswer};
+use crate::wire::LoginRegisterReply;
+use crate::wire::{
+    ClusterMetadata, ErrorCode, Frame, NodeRole, NodeStatus, PollMessagesReply, PollRouting,
+    ReplyError, ReplyHeader, SendMessagesReply, StreamDetails, TopicDetails, reply_payload,
+};
+
+impl Router {
+    pub(super) fn read(&mut self, now: Instant, link_id: LinkId, mut bytes: &[u8]) {
+        // Each round consumes at least one byte or ends; the bound is the input's length.
+        for _ in 0..=bytes.len() {
+            let Some(link) = self.links.get_mut(&link_id) else {
+                return;
+            };
+            match link.decoder.decode(&mut bytes) {
+                Ok(Some(frame)) => self.frame(now, link_id, frame),
+                Ok(None) => return,
+                Err(error) => {
+                    warn!(link = %link_id, %error, "undecodable bytes from node; closing the link");
+                    self.close_link(now, link_id);
+                    return;
+                }
+            }
+            if bytes.is_empty() {
+                // A frame may be complete with nothing left over; one more round would
+                // only return `None`.
+                return;
+            }
+        }
+    }
+
+    fn frame(&mut self, now: Instant, link_id: LinkId, frame: Frame) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        let Some(in_flight) = link.in_flight.take() else {
+            warn!(link = %link_id, "frame with no request in flight; closing the link");
+            self.close_link(now, link_id);
+            return;
+        };
+        let node = link.node;
+        let (header, body) = match frame {
+            Frame::Reply { header, body } => (header, body),
+            Frame::Eviction(eviction) => {
+                let code = eviction.error_code();
+                debug!(link = %link_id, %code, "evicted");
+                link.in_flight = Some(in_flight);
+                if matches!(link.in_flight.as_ref().map(|f| &f.job), Some(Job::Login)) {
+                    self.sign_in_failed(now, link_id, code);
+                } else {
+                    // The session is gone; the request was not processed under it.
+                    self.unsend_in_flight(now, link_id);
+                }
+                return;
+            }
+            Frame::Request { .. } => {
+                warn!(link = %link_id, "node sent a request frame; closing the link");
+                link.in_flight = Some(in_flight);
+                self.close_link(now, link_id);
+                return;
+            }
+        };
+        if header.status == ErrorCode::TransientNotCommitted.as_u32()
+            && matches!(in_flight.job, Job::Request(..))
+        {
+            // Outcome unknown: only a replay of the same bytes on the same link is safe
+            // (protocol §6, 57).
+            let mut in_flight = in_flight;
+            in_flight.replay_at = Some(now + self.config.replay_interval);
+            link.in_flight = Some(in_flight);
+            return;
+        }
+        match in_flight.job {
+            Job::Login => self.login_reply(now, link_id, &header, body),
+            Job::Ping => {}
+            Job::Roster => self.roster_reply(now, &header, body),
+            Job::Route(partition) => {
+                let answer = self.route_answer(&header, body);
+                if let Some(answer) = answer {
+                    self.routing.handle_route(now, &partition, answer);
+                } else {
+                    // The session itself is in doubt: sign in again, then ask again.
+                    self.coordinator
+                        .queue
+                        .push_front(CoordJob::Route(partition));
+                    self.close_link(now, link_id);
+                }
+            }
+            Job::Topic(topic) => {
+                let answer = topic_answer(&header, body);
+                self.routing.handle_topic(now, &topic, answer);
+            }
+            Job::Attach(request) => self.attach_reply(now, link_id, node, request, &header),
+            Job::Request(request, target) => {
+                self.request_reply(now, link_id, request, target, &header, body)
+            }
+        }
+    }
+
+    fn login_reply(&mut self, now: Instant, link_id: LinkId, header: &ReplyHeader, body: Bytes) {
+        let payload = match reply_payload(header, body) {
+            Ok(payload) => payload,
+            Err(ReplyError::Status(code) | ReplyError::Rejected(code)) if is_transient(code) => {
+                // The login never left the node: sign in again on a new connection.
+                self.close_link(now, link_id);
+                return;
+            }
+            Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
+                self.sign_in_failed(now, link_id, code);
+                return;
+            }
+            Err(ReplyError::Malformed(error)) => {
+                warn!(link = %link_id, %error, "malformed login reply");
+                self.close_link(now, link_id);
+                return;
+            }
+        };
+        match LoginRegisterReply::decode(&payload) {
+            Ok(reply) if reply.session > 0 => {
+                let coordinator = self
+                    .links
+                    .get(&link_id)
+                    .is_some_and(|l| l.role == LinkRole::Coordinator);
+                if coordinator {
+                    self.routing.handle_watermark(now, header.commit);
+                }
+                self.signed_in(link_id, reply.session);
+            }
+            Ok(_) | Err(_) => {
+                warn!(link = %link_id, "login reply without a usable session");
+                self.close_link(now, link_id);
+            }
+        }
+    }
+
+    /// The credentials (or the protocol version) were refused: every request waiting for a
+    /// session fails with the server's reason, and the node backs off before the next try.
+    fn sign_in_failed(&mut self, now: Instant, link_id: LinkId, code: ErrorCode) {
+        warn!(link = %link_id, %code, "sign-in refused");
+        self.close_link(now, link_id);
+        self.routing.fail_all(now, RequestError::SignIn { code });
+        self.coordinator.queue.clear();
+        self.ready.clear();
+    }
+
+    fn roster_reply(&mut self, now: Instant, header: &ReplyHeader, body: Bytes) {
+        let roster = match reply_payload(header, body) {
+            Ok(payload) => ClusterMetadata::decode(&payload),
+            Err(error) => {
+                debug!(%error, "roster unavailable");
+                self.routing.roster_unavailable(now);
+                return;
+            }
+        };
+        let Ok(roster) = roster else {
+            warn!("undecodable roster");
+            self.routing.roster_unavailable(now);
+            return;
+        };
+        let mut nodes = Vec::new();
+        let mut leader = None;
+        for entry in &roster.nodes {
+            if entry.tcp_port == 0 {
+                continue;
+            }
+            let Some(node) = self.node_for_addr(&entry.tcp_address()) else {
+                continue;
+            };
+            if !nodes.contains(&node) {
+                nodes.push(node);
+            }
+            // The SDK's rule: the first node that is Leader and Healthy (protocol §3.5).
+            if leader.is_none()
+                && entry.role == NodeRole::Leader
+                && entry.status == NodeStatus::Healthy
+            {
+                leader = Some(node);
+            }
+        }
+        self.routing.handle_roster(now, nodes, leader);
+    }
+
+    /// `None` when the coordinator's own session is in doubt (status 40 / 30).
+    fn route_answer(&mut self, header: &ReplyHeader, body: Bytes) -> Option<RouteAnswer> {
+        let payload = match reply_payload(header, body) {
+            Ok(payload) => payload,
+            Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
+                let unsupported = matches!(
+                    code,
+                    ErrorCode::InvalidCommand
+                        | ErrorCode::FeatureUnavailable
+                        | ErrorCode::Unauthorized
+                );
+                let session_lost =
+                    matches!(code, ErrorCode::Unauthenticated | ErrorCode::StaleClient);
+                return if unsupported {
+                    Some(RouteAnswer::Unsupported)
+                } else if session_lost {
+                    None
+                } else if crate::routing::is_not_found(code) {
+                    Some(RouteAnswer::Failed(RequestError::Server { code }))
+                } else {
+                    // 58 (no primary yet, metadata floor), or anything else: ask again later.
+                    Some(RouteAnswer::Unavailable)
+                };
+            }
+            Err(ReplyError::Malformed(_)) => return Some(RouteAnswer::Unavailable),
+        };
+        let Ok(routing) = PollRouting::decode(&payload) else {
+            warn!("undecodable routing reply");
+            return Some(RouteAnswer::Unavailable);
+        };
+        if routing.primary.tcp_port == 0 {
+            return Some(RouteAnswer::Unsupported);
+        }
+        let node = self.node_for_addr(&routing.primary.tcp_address())?;
+        Some(RouteAnswer::Primary {
+            node,
+            watermark: routing.consumer_session.metadata_watermark,
+        })
+    }
+
+    fn attach_reply(
+        &mut self,
+        now: Instant,
+        link_id: LinkId,
+        node: NodeId,
+        request: RequestId,
+        header: &ReplyHeader,
+    ) {
+        if header.status != 0 {
+            debug!(link = %link_id, status = header.status, "attach refused");
+            self.routing
+                .handle_result(now, request, Target::Node(node), Attempt::NotSent);
+            return;
+        }
+        if let (Some(link), Some((client_id, session))) =
+            (self.links.get_mut(&link_id), self.coordinator.identity)
+        {
+            link.attached = Some(Attachment {
+                client_id,
+                session,
+                watermark: self.routing.watermark(),
+            });
+        }
+        self.write_request(now, link_id, request, Target::Node(node));
+    }
+
+    fn request_reply(
+        &mut self,
+        now: Instant,
+        link_id: LinkId,
+        request: RequestId,
+        target: Target,
+        header: &ReplyHeader,
+        body: Bytes,
+    ) {
+        let node = self
+            .links
+            .get(&link_id)
+            .map_or(NodeId(u32::MAX), |l| l.node);
+        let Some(pending) = self.routing.pending(request) else {
+            // Completed by its deadline meanwhile: release what it holds.
+            self.routing
+                .handle_result(now, request, target, Attempt::NotSent);
+            return;
+        };
+        let metadata_op = header.operation.is_metadata();
+        let attempt = match reply_payload(header, body) {
+            Ok(payload) => decode_reply(&pending.request, pending.partition, node, payload),
+            Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
+                if code == ErrorCode::TransientNotAccepted {
+                    Attempt::Refused
+                } else if matches!(code, ErrorCode::Unauthenticated | ErrorCode::StaleClient) {
+                    // Never processed under a live session: sign in again and send anew.
+                    self.close_link_quietly(now, link_id);
+                    Attempt::NotSent
+                } else {
+                    Attempt::Failed(RequestError::Server { code })
+                }
+            }
+            Err(ReplyError::Malformed(error)) => Attempt::Failed(RequestError::Malformed(error)),
+        };
+        if metadata_op && matches!(attempt, Attempt::Done(_)) {
+            self.routing.handle_watermark(now, header.commit);
+        }
+        self.routing.handle_result(now, request, target, attempt);
+    }
+
+    /// Closes a link whose exchange is already settled, so nothing is reported twice.
+    fn close_link_quietly(&mut self, now: Instant, link_id: LinkId) {
+        if let Some(link) = self.links.get_mut(&link_id) {
+            link.in_flight = None;
+        }
+        self.close_link(now, link_id);
+    }
+
+    /// The request in flight on a link that lost its session was not processed.
+    fn unsend_in_flight(&mut self, now: Instant, link_id: LinkId) {
+        let job = self
+            .links
+            .get_mut(&link_id)
+            .and_then(|l| l.in_flight.take())
+            .map(|f| f.job);
+        let node = self
+            .links
+            .get(&link_id)
+            .map_or(NodeId(u32::MAX), |l| l.node);
+        self.close_link(now, link_id);
+        match job {
+            Some(Job::Request(request, target)) => {
+                self.routing
+                    .handle_result(now, request, target, Attempt::NotSent)
+            }
+            Some(Job::Attach(request)) => {
+                self.routing
+                    .handle_result(now, request, Target::Node(node), Attempt::NotSent);
+            }
+            Some(Job::Roster) => self.coordinator.queue.push_front(CoordJob::Roster),
+            Some(Job::Route(partition)) => self
+                .coordinator
+                .queue
+                .push_front(CoordJob::Route(partition)),
+            Some(Job::Topic(topic)) => self.coordinator.queue.push_front(CoordJob::Topic(topic)),
+            Some(Job::Login | Job::Ping) | None => {}
+        }
+    }
+}
+
+fn is_transient(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::TransientNotAccepted | ErrorCode::TransientNotCommitted
+    )
+}
+
+fn topic_answer(header: &ReplyHeader, body: Bytes) -> TopicAnswer {
+    match reply_payload(header, body) {
+        Ok(payload) if payload.is_empty() => TopicAnswer::NotFound,
+        Ok(payload) => match TopicDetails::decode(&payload) {
+            Ok(details) => TopicAnswer::Found {
+                partitions_count: details.summary.partitions_count,
+            },
+            Err(_) => TopicAnswer::Unavailable,
+        },
+        Err(ReplyError::Status(code) | ReplyError::Rejected(code))
+            if crate::routing::is_not_found(code) =>
+        {
+            TopicAnswer::NotFound
+        }
+        Err(_) => TopicAnswer::Unavailable,
+    }
+}
+
+/// The successful payload of a request, as the caller's typed reply.
+fn decode_reply(
+    request: &Request,
+    partition: Option<u32>,
+    node: NodeId,
+    payload: Bytes,
+) -> Attempt {
+    let reply = match request {
+        Request::Send(send) => {
+            // A body that does not decode is still a committed send (the SDK reports it as
+            // a success with no confirmation, protocol §4.2).
+            let confirmation = SendMessagesReply::decode(&payload)
+                .ok()
+                .and_then(|reply| reply.confirmations.first().copied());
+            Reply::Sent(SendReceipt {
+                partition_id: confirmation.map_or(partition.unwrap_or(0), |c| c.partition_id),
+                base_offset: confirmation.map(|c| c.base_offset),
+                messages: u32::try_from(send.messages.len()).unwrap_or(u32::MAX),
+                node,
+            })
+        }
+        Request::Poll(_) => match PollMessagesReply::decode(&payload) {
+            Ok(polled) => Reply::Polled(polled),
+            Err(error) => return Attempt::Failed(RequestError::Malformed(error)),
+        },
+        Request::StoreOffset(_) => Reply::OffsetStored,
+        Request::Admin(admin) => match admin {
+            AdminRequest::CreateStream { .. } | AdminRequest::GetStream { .. } => {
+                if payload.is_empty() {
+                    Reply::Stream(None)
+                } else {
+                    match StreamDetails::decode(&payload) {
+                        Ok(details) => Reply::Stream(Some(details)),
+                        Err(error) => return Attempt::Failed(RequestError::Malformed(error)),
+                    }
+                }
+            }
+            AdminRequest::CreateTopic { .. } | AdminRequest::GetTopic { .. } => {
+                if payload.is_empty() {
+                    Reply::Topic(None)
+                } else {
+                    match TopicDetails::decode(&payload) {
+                        Ok(details) => Reply::Topic(Some(details)),
+                        Err(error) => return Attempt::Failed(RequestError::Malformed(error)),
+                    }
+                }
+            }
+            AdminRequest::CreatePartitions { .. } => Reply::PartitionsCreated,
+        },
+    };
+    Attempt::Done(reply)
+}

@@ -1,0 +1,331 @@
+//! Links coming and going: connecting, signing in, failing, timing out, and the
+//! coordinator's one reason to move (its node is unreachable).
+
+use std::time::Instant;
+
+use bytes::BytesMut;
+use tracing::{debug, info};
+
+use super::link::{Job, Link, LinkState};
+use super::{CoordJob, Output, Router};
+use crate::config::Credentials;
+use crate::event::{Event, LinkRole};
+use crate::ids::{LinkId, NodeId};
+use crate::routing::{Attempt, Target};
+use crate::wire::{LoginRegisterRequest, LoginRegisterWithPatRequest, PROTOCOL_VERSION};
+use crate::wire::{Name, Operation, code};
+
+impl Router {
+    pub(super) fn open_link(
+        &mut self,
+        now: Instant,
+        node: NodeId,
+        role: LinkRole,
+    ) -> Option<LinkId> {
+        let addr = self.node(node)?.addr.clone();
+        let id = LinkId(self.next_link);
+        self.next_link += 1;
+        let client_id = self.rng.client_id();
+        let link = Link::new(id, node, role, client_id, self.config.max_frame_size, now);
+        self.links.insert(id, link);
+        if let Some(entry) = self.node_mut(node)
+            && entry.connected_once
+        {
+            self.stats.reconnects += 1;
+        }
+        debug!(link = %id, %node, ?role, "opening link");
+        self.outputs.push_back(Output::Connect {
+            link: id,
+            node,
+            addr,
+        });
+        Some(id)
+    }
+
+    /// Opens the coordinator link on its node, unless that node is backing off.
+    pub(super) fn connect_coordinator(&mut self, now: Instant) -> bool {
+        let node = self.coordinator.node;
+        let Some(entry) = self.node(node) else {
+            return false;
+        };
+        if entry.retry_at.is_some_and(|at| at > now) {
+            return false;
+        }
+        self.coordinator.link = self.open_link(now, node, LinkRole::Coordinator);
+        self.coordinator.link.is_some()
+    }
+
+    pub(super) fn connected(&mut self, now: Instant, link_id: LinkId) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        if link.state != LinkState::Connecting {
+            return;
+        }
+        link.state = LinkState::SigningIn;
+        let node = link.node;
+        if let Some(entry) = self.node_mut(node) {
+            entry.failures = 0;
+            entry.retry_at = None;
+            entry.connected_once = true;
+        }
+        let body = self.login_body();
+        self.transmit(
+            now,
+            link_id,
+            Job::Login,
+            Operation::Register,
+            code::LOGIN_REGISTER,
+            &body,
+        );
+    }
+
+    fn login_body(&self) -> BytesMut {
+        let mut out = BytesMut::new();
+        let name = Name::new(self.config.client_name.clone()).unwrap_or_else(|_| fallback_name());
+        let version =
+            Name::new(self.config.client_version.clone()).unwrap_or_else(|_| fallback_name());
+        match &self.config.credentials {
+            Credentials::UserPassword { username, password } => {
+                // An unusable username is sent as given would fail the login anyway; an
+                // empty name makes the server answer with its own typed eviction.
+                let username = Name::new(username.clone()).unwrap_or_else(|_| fallback_name());
+                LoginRegisterRequest {
+                    protocol_version: PROTOCOL_VERSION,
+                    sdk_name: name,
+                    sdk_version: version,
+                    username,
+                    password: password.clone(),
+                    context: bytes::Bytes::new(),
+                }
+                .encode(&mut out);
+            }
+            Credentials::PersonalAccessToken(token) => {
+                LoginRegisterWithPatRequest {
+                    protocol_version: PROTOCOL_VERSION,
+                    sdk_name: name,
+                    sdk_version: version,
+                    token: token.clone(),
+                    context: bytes::Bytes::new(),
+                }
+                .encode(&mut out);
+            }
+        }
+        out
+    }
+
+    /// A link signed in.
+    pub(super) fn signed_in(&mut self, link_id: LinkId, session: u64) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        link.session = session;
+        link.state = LinkState::Ready;
+        let (node, role, client_id) = (link.node, link.role, link.client_id);
+        if role == LinkRole::Coordinator {
+            self.coordinator.identity = Some((client_id, session));
+            self.coordinator.signed_in_once = true;
+            // A (new) session reads the roster first: the node list and the leader.
+            if !self.coordinator.queue.contains(&CoordJob::Roster) {
+                self.coordinator.queue.push_front(CoordJob::Roster);
+            }
+            info!(%node, "session signed in");
+        }
+        self.outputs.push_back(Output::Event(Event::LinkUp {
+            link: link_id,
+            node,
+            role,
+        }));
+    }
+
+    /// A connection attempt failed (reported by the transport, or timed out).
+    pub(super) fn connect_failed(&mut self, now: Instant, link_id: LinkId) {
+        let Some(link) = self.links.remove(&link_id) else {
+            return;
+        };
+        let node = link.node;
+        self.mark_node_failed(now, node);
+        match link.role {
+            LinkRole::Coordinator => {
+                self.coordinator.link = None;
+                self.coordinator.identity = None;
+                self.move_coordinator(now);
+            }
+            LinkRole::Data => {
+                let others = self
+                    .links
+                    .values()
+                    .any(|l| l.node == node && l.role == LinkRole::Data);
+                if !others {
+                    self.unsend_all(now, node);
+                }
+            }
+        }
+    }
+
+    fn mark_node_failed(&mut self, now: Instant, node: NodeId) {
+        let (initial, max) = (
+            self.config.reconnect_backoff_initial,
+            self.config.reconnect_backoff_max,
+        );
+        let failures = self.node(node).map_or(0, |n| n.failures);
+        let wait = self.rng.jitter(crate::rng::backoff(initial, max, failures));
+        if let Some(entry) = self.node_mut(node) {
+            entry.failures = failures.saturating_add(1);
+            entry.retry_at = Some(now + wait);
+        }
+    }
+
+    /// The coordinator's node could not be reached: carry the session to the next node.
+    fn move_coordinator(&mut self, now: Instant) {
+        let count = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX).max(1);
+        let from = self.coordinator.node;
+        // The next node in table order that is not backing off, else simply the next one.
+        let candidates = (1..=count).map(|step| NodeId((from.0 + step) % count));
+        let ready = candidates.clone().find(|&n| {
+            self.node(n)
+                .is_some_and(|e| e.retry_at.is_none_or(|at| at <= now))
+        });
+        let to = ready.or_else(|| candidates.clone().next()).unwrap_or(from);
+        if to != from {
+            self.coordinator.node = to;
+            if self.coordinator.signed_in_once {
+                self.stats.session_moves += 1;
+                info!(%from, %to, "session moved: its node is unreachable");
+                self.outputs
+                    .push_back(Output::Event(Event::SessionMoved { from, to }));
+            }
+        }
+    }
+
+    /// A link is gone (closed by the peer, by an error, or by us). Its exchange in flight
+    /// ends: reads are asked again, a write's outcome is unknown.
+    pub(super) fn link_gone(&mut self, now: Instant, link_id: LinkId) {
+        let Some(link) = self.links.remove(&link_id) else {
+            return;
+        };
+        if link.state == LinkState::Connecting {
+            self.links.insert(link_id, link);
+            self.connect_failed(now, link_id);
+            return;
+        }
+        let (node, role) = (link.node, link.role);
+        self.outputs.push_back(Output::Event(Event::LinkDown {
+            link: link_id,
+            node,
+            role,
+        }));
+        if role == LinkRole::Coordinator {
+            self.coordinator.link = None;
+            self.coordinator.identity = None;
+            // Reconnect to the same node at once; only a failed connect moves the session.
+        }
+        let Some(in_flight) = link.in_flight else {
+            return;
+        };
+        match in_flight.job {
+            Job::Login | Job::Ping => {}
+            Job::Roster => self.coordinator.queue.push_front(CoordJob::Roster),
+            Job::Route(partition) => self
+                .coordinator
+                .queue
+                .push_front(CoordJob::Route(partition)),
+            Job::Topic(topic) => self.coordinator.queue.push_front(CoordJob::Topic(topic)),
+            Job::Attach(request) => {
+                self.routing
+                    .handle_result(now, request, Target::Node(node), Attempt::NotSent);
+            }
+            Job::Request(request, target) => {
+                self.routing
+                    .handle_result(now, request, target, Attempt::Unknown);
+            }
+        }
+    }
+
+    /// Closes a link on the router's own decision (silence, a protocol violation, idleness).
+    pub(super) fn close_link(&mut self, now: Instant, link_id: LinkId) {
+        if self.links.contains_key(&link_id) {
+            self.outputs.push_back(Output::Close { link: link_id });
+            self.link_gone(now, link_id);
+        }
+    }
+
+    /// When a link next needs attention.
+    pub(super) fn link_deadline(&self, link: &Link) -> Option<Instant> {
+        match link.state {
+            LinkState::Connecting => Some(link.opened_at + self.config.connect_timeout),
+            LinkState::SigningIn | LinkState::Ready => {
+                if let Some(in_flight) = &link.in_flight {
+                    return Some(
+                        in_flight
+                            .replay_at
+                            .map_or(in_flight.deadline, |at| at.min(in_flight.deadline)),
+                    );
+                }
+                let heartbeat = link.last_sent + self.config.heartbeat_interval;
+                match link.role {
+                    LinkRole::Coordinator => Some(heartbeat),
+                    LinkRole::Data => {
+                        Some(heartbeat.min(link.last_used + self.config.data_link_idle_timeout))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Connect timeouts, silent nodes, replays of 57, heartbeats and idle data links.
+    pub(super) fn link_timers(&mut self, now: Instant) {
+        let ids: Vec<LinkId> = self.links.keys().copied().collect();
+        for id in ids {
+            let Some(link) = self.links.get_mut(&id) else {
+                continue;
+            };
+            match link.state {
+                LinkState::Connecting => {
+                    if now >= link.opened_at + self.config.connect_timeout {
+                        self.outputs.push_back(Output::Close { link: id });
+                        self.connect_failed(now, id);
+                    }
+                }
+                LinkState::SigningIn | LinkState::Ready => {
+                    if let Some(in_flight) = &mut link.in_flight {
+                        if in_flight.replay_at.is_some_and(|at| at <= now) {
+                            in_flight.replay_at = None;
+                            in_flight.deadline = now + self.config.attempt_timeout;
+                            let bytes = in_flight.frame.clone();
+                            link.last_sent = now;
+                            self.outputs.push_back(Output::Transmit { link: id, bytes });
+                        } else if now >= in_flight.deadline {
+                            debug!(link = %id, "no reply within the attempt timeout; closing");
+                            self.close_link(now, id);
+                        }
+                        continue;
+                    }
+                    let idle_data = link.role == LinkRole::Data
+                        && now >= link.last_used + self.config.data_link_idle_timeout
+                        && self.ready.get(&link.node).is_none_or(|q| q.is_empty());
+                    if idle_data {
+                        self.close_link(now, id);
+                    } else if link.state == LinkState::Ready
+                        && now >= link.last_sent + self.config.heartbeat_interval
+                    {
+                        self.transmit(
+                            now,
+                            id,
+                            Job::Ping,
+                            Operation::NonReplicated,
+                            code::PING,
+                            &[],
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn fallback_name() -> Name {
+    // "-" is a valid 1-byte name; it only stands in for a configured name the wire rejects.
+    #[allow(clippy::unwrap_used)] // a one-byte ASCII name is always within 1..=255 bytes
+    Name::new("-").unwrap()
+}

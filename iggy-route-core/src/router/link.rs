@@ -1,0 +1,132 @@
+//! One connection to one node: its sign-in, its session identity and its single request in
+//! flight (the protocol is lockstep: the next frame read is the reply to the last written).
+
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::event::LinkRole;
+use crate::ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
+use crate::routing::Target;
+use crate::wire::{FrameDecoder, Operation, RequestHeader, encode_request};
+
+/// Where a link is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkState {
+    /// `Output::Connect` issued, no answer from the transport yet.
+    Connecting,
+    /// Connected; the login is in flight.
+    SigningIn,
+    /// Signed in: takes requests.
+    Ready,
+}
+
+/// What the request in flight on a link is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Job {
+    Login,
+    Ping,
+    Roster,
+    Route(PartitionKey),
+    Topic(TopicKey),
+    /// `ATTACH_CONSUMER_SESSION` ahead of this routed request.
+    Attach(RequestId),
+    Request(RequestId, Target),
+}
+
+/// The exchange a link waits on.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    pub(crate) job: Job,
+    /// Past this instant the node counts as silent and the link is closed.
+    pub(crate) deadline: Instant,
+    /// The frame as written, replayed byte for byte after a `TransientNotCommitted` (57).
+    pub(crate) frame: Bytes,
+    /// When set, the frame is written again at this instant.
+    pub(crate) replay_at: Option<Instant>,
+}
+
+/// The consumer session a data link was attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Attachment {
+    pub(crate) client_id: u128,
+    pub(crate) session: u64,
+    pub(crate) watermark: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Link {
+    pub(crate) id: LinkId,
+    pub(crate) node: NodeId,
+    pub(crate) role: LinkRole,
+    pub(crate) state: LinkState,
+    pub(crate) opened_at: Instant,
+    /// This link's own VSR identity: its client id, the session its login returned and its
+    /// request counter. A send's dedup identity is the link it goes out on.
+    pub(crate) client_id: u128,
+    pub(crate) session: u64,
+    pub(crate) request_counter: u64,
+    pub(crate) decoder: FrameDecoder,
+    pub(crate) in_flight: Option<InFlight>,
+    pub(crate) last_sent: Instant,
+    /// Last real request (not a heartbeat): data links idle past their timeout are closed.
+    pub(crate) last_used: Instant,
+    pub(crate) attached: Option<Attachment>,
+}
+
+impl Link {
+    pub(crate) fn new(
+        id: LinkId,
+        node: NodeId,
+        role: LinkRole,
+        client_id: u128,
+        max_frame_size: u32,
+        now: Instant,
+    ) -> Self {
+        Self {
+            id,
+            node,
+            role,
+            state: LinkState::Connecting,
+            opened_at: now,
+            client_id,
+            session: 0,
+            request_counter: 1,
+            decoder: FrameDecoder::new(max_frame_size),
+            in_flight: None,
+            last_sent: now,
+            last_used: now,
+            attached: None,
+        }
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        self.state == LinkState::Ready && self.in_flight.is_none()
+    }
+
+    /// A whole request frame with this link's identity. Replicated operations consume a
+    /// request number; reads carry the current one without consuming it, and a login
+    /// carries 0 (protocol §3.3).
+    pub(crate) fn frame(&mut self, operation: Operation, code: u32, body: &[u8]) -> Bytes {
+        let (session, request) = if operation == Operation::Register {
+            (0, 0)
+        } else if operation == Operation::NonReplicated {
+            (self.session, self.request_counter)
+        } else {
+            let request = self.request_counter;
+            self.request_counter += 1;
+            (self.session, request)
+        };
+        let header = RequestHeader::new(
+            operation,
+            code,
+            self.client_id,
+            session,
+            request,
+            body.len(),
+        );
+        let mut out = BytesMut::with_capacity(crate::wire::HEADER_SIZE + body.len());
+        encode_request(&header, body, &mut out);
+        out.freeze()
+    }
+}

@@ -1,0 +1,407 @@
+//! The link layer and the router's outer face: what the adapters drive.
+//!
+//! # Drive contract
+//! A [`Router`] is a value that is driven; it never blocks, sleeps, reads the clock or
+//! touches a socket.
+//! 1. Feed exactly one input, with the instant it happened: [`Router::submit`],
+//!    [`Router::handle_connected`], [`Router::handle_connect_failed`],
+//!    [`Router::handle_closed`], [`Router::handle_read`] or [`Router::handle_timeout`].
+//! 2. Drain [`Router::poll_output`] until it returns `None`, carrying out each output:
+//!    open the connection of a `Connect`, write the bytes of a `Transmit` in order, close
+//!    on `Close`, hand a `Completed` to its caller, log an `Event`.
+//! 3. Read [`Router::poll_timeout`] and wait until then (or until the next input); at that
+//!    instant call `handle_timeout`. Extra `handle_timeout` calls are harmless.
+//!
+//! # Links
+//! One coordinator link carries the session: its login, the roster, route lookups, topic
+//! reads and plain polls. It moves to another node only when its own node cannot be
+//! reached. Every node that is some partition's primary gets a small pool of data links,
+//! each with its own login; sends go there and carry that link's identity, and routed
+//! polls and offset writes first attach the coordinator's consumer session (14).
+
+pub(crate) mod encode;
+mod frames;
+mod lifecycle;
+mod link;
+mod service;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Instant;
+
+use bytes::Bytes;
+use tracing::{trace, warn};
+
+use crate::config::Config;
+use crate::event::{Event, Stats};
+use crate::ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
+use crate::request::{Outcome, Request, SubmitError};
+use crate::rng::Rng;
+use crate::routing::{Routing, RoutingCommands};
+
+use link::Link;
+
+/// Why the transport could not open a connection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The address did not resolve.
+    #[error("address did not resolve")]
+    Resolve,
+    /// The node refused or did not answer.
+    #[error("connection refused or unreachable")]
+    Unreachable,
+    /// Any other transport error.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The peer closed it.
+    #[error("closed by peer")]
+    Peer,
+    /// A read or write failed.
+    #[error("i/o error: {0}")]
+    Io(String),
+    /// The router asked for it (`Output::Close`).
+    #[error("closed by the router")]
+    Local,
+}
+
+/// What the router wants done. Drained with [`Router::poll_output`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Output {
+    /// Open a TCP connection to `addr` (`host:port`) for `link`; report the result with
+    /// `handle_connected` or `handle_connect_failed`.
+    Connect {
+        /// The new link.
+        link: LinkId,
+        /// The node it leads to.
+        node: NodeId,
+        /// Where to connect.
+        addr: String,
+    },
+    /// Write these bytes on the link, after everything written before.
+    Transmit {
+        /// The link.
+        link: LinkId,
+        /// The bytes.
+        bytes: Bytes,
+    },
+    /// Close the link. The router has already forgotten it: no `handle_closed` is needed.
+    Close {
+        /// The link.
+        link: LinkId,
+    },
+    /// A request is over.
+    Completed {
+        /// The request.
+        id: RequestId,
+        /// How it ended.
+        outcome: Outcome,
+    },
+    /// Something for logs and counters.
+    Event(Event),
+}
+
+/// What is known of one node.
+#[derive(Debug)]
+struct Node {
+    addr: String,
+    /// Consecutive failed connection attempts.
+    failures: u32,
+    /// No connection attempt before this instant.
+    retry_at: Option<Instant>,
+    connected_once: bool,
+}
+
+/// Work for the coordinator link, done one exchange at a time in this order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CoordJob {
+    Roster,
+    Route(PartitionKey),
+    Topic(TopicKey),
+    Request(RequestId),
+}
+
+#[derive(Debug)]
+struct Coordinator {
+    link: Option<LinkId>,
+    node: NodeId,
+    /// The session's identity, once signed in: what data links attach to.
+    identity: Option<(u128, u64)>,
+    queue: VecDeque<CoordJob>,
+    signed_in_once: bool,
+}
+
+/// The router: routing decisions plus the links that carry them. See the module
+/// documentation for the drive contract.
+#[derive(Debug)]
+pub struct Router {
+    config: Config,
+    routing: Routing,
+    rng: Rng,
+    last_now: Instant,
+    nodes: Vec<Node>,
+    links: BTreeMap<LinkId, Link>,
+    next_link: u64,
+    coordinator: Coordinator,
+    /// Requests decided for a node, waiting for an idle data link to it.
+    ready: BTreeMap<NodeId, VecDeque<RequestId>>,
+    outputs: VecDeque<Output>,
+    stats: Stats,
+    closed: bool,
+}
+
+impl Router {
+    /// A router for the cluster at `config.seeds`. It starts by connecting the coordinator
+    /// to the first seed; `seed` makes its client ids and backoff jitter reproducible.
+    pub fn new(config: Config, seed: u64, now: Instant) -> Self {
+        let nodes = config
+            .seeds
+            .iter()
+            .take(config.max_nodes.max(1))
+            .map(|addr| Node {
+                addr: addr.clone(),
+                failures: 0,
+                retry_at: None,
+                connected_once: false,
+            })
+            .collect();
+        let routing = Routing::new(config.clone(), seed ^ 0x5EED_0F0B_00C0, now);
+        let mut router = Self {
+            config,
+            routing,
+            rng: Rng::new(seed),
+            last_now: now,
+            nodes,
+            links: BTreeMap::new(),
+            next_link: 1,
+            coordinator: Coordinator {
+                link: None,
+                node: NodeId(0),
+                identity: None,
+                queue: VecDeque::new(),
+                signed_in_once: false,
+            },
+            ready: BTreeMap::new(),
+            outputs: VecDeque::new(),
+            stats: Stats::default(),
+            closed: false,
+        };
+        router.drive(now);
+        router
+    }
+
+    /// Accepts a request. It completes exactly once, through `Output::Completed`.
+    pub fn submit(&mut self, now: Instant, request: Request) -> Result<RequestId, SubmitError> {
+        let now = self.clock(now);
+        let request = self.stamp_message_ids(request);
+        let id = self.routing.submit(now, request)?;
+        self.drive(now);
+        Ok(id)
+    }
+
+    /// The transport connected `link`. Queues its login.
+    pub fn handle_connected(&mut self, now: Instant, link: LinkId) {
+        let now = self.clock(now);
+        self.connected(now, link);
+        self.drive(now);
+    }
+
+    /// The transport could not connect `link`.
+    pub fn handle_connect_failed(&mut self, now: Instant, link: LinkId, reason: ConnectError) {
+        let now = self.clock(now);
+        trace!(%link, %reason, "connect failed");
+        self.connect_failed(now, link);
+        self.drive(now);
+    }
+
+    /// `link` closed (by the peer, or an I/O error).
+    pub fn handle_closed(&mut self, now: Instant, link: LinkId, reason: CloseReason) {
+        let now = self.clock(now);
+        trace!(%link, %reason, "closed");
+        self.link_gone(now, link);
+        self.drive(now);
+    }
+
+    /// Bytes that arrived on `link`, in order, split anywhere.
+    pub fn handle_read(&mut self, now: Instant, link: LinkId, bytes: &[u8]) {
+        let now = self.clock(now);
+        self.read(now, link, bytes);
+        self.drive(now);
+    }
+
+    /// Time passed. Harmless to call early or often.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock(now);
+        self.routing.handle_timeout(now);
+        self.link_timers(now);
+        self.drive(now);
+    }
+
+    /// The next output, or `None` when there is nothing to do.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        let output = self.outputs.pop_front()?;
+        match &output {
+            Output::Connect { link, node, addr } => trace!(%link, %node, %addr, "connect"),
+            Output::Transmit { link, bytes } => trace!(%link, len = bytes.len(), "transmit"),
+            Output::Close { link } => trace!(%link, "close"),
+            Output::Completed { id, outcome } => {
+                trace!(request = %id, ok = outcome.is_ok(), "completed")
+            }
+            Output::Event(event) => trace!(?event, "event"),
+        }
+        Some(output)
+    }
+
+    /// When `handle_timeout` is next due; `Some(now)` while outputs are queued, `None` when
+    /// nothing is scheduled.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.outputs.is_empty() {
+            return Some(self.last_now);
+        }
+        let mut next = self.routing.poll_timeout();
+        let mut consider = |at: Option<Instant>| {
+            if let Some(at) = at {
+                next = Some(next.map_or(at, |n: Instant| n.min(at)));
+            }
+        };
+        for link in self.links.values() {
+            consider(self.link_deadline(link));
+        }
+        if self.coordinator.link.is_none() && !self.closed {
+            consider(self.node(self.coordinator.node).and_then(|n| n.retry_at));
+        }
+        next
+    }
+
+    /// Counters since the router was made.
+    pub fn stats(&self) -> Stats {
+        let routing = self.routing.stats();
+        Stats {
+            reconnects: self.stats.reconnects,
+            session_moves: self.stats.session_moves,
+            ..routing
+        }
+    }
+
+    /// The node that carries the session now.
+    pub fn coordinator_node(&self) -> NodeId {
+        self.coordinator.node
+    }
+
+    /// The address of a node, as the router dials it.
+    pub fn node_addr(&self, node: NodeId) -> Option<&str> {
+        self.node(node).map(|n| n.addr.as_str())
+    }
+
+    /// The route a partition has now.
+    pub fn route(&self, partition: &PartitionKey) -> Option<NodeId> {
+        self.routing.route(partition)
+    }
+
+    /// Whether the cluster answers the routing commands.
+    pub fn routing_commands(&self) -> RoutingCommands {
+        self.routing.routing_commands()
+    }
+
+    /// Requests accepted and not yet completed.
+    pub fn pending_count(&self) -> usize {
+        self.routing.pending_count()
+    }
+
+    /// Every lane's queue length (for bound checks in tests and simulations).
+    pub fn lane_lengths(&self) -> Vec<usize> {
+        self.routing.lane_lengths()
+    }
+
+    /// Open links, and how many are signed in.
+    pub fn link_count(&self) -> (usize, usize) {
+        let ready = self
+            .links
+            .values()
+            .filter(|l| l.state == link::LinkState::Ready)
+            .count();
+        (self.links.len(), ready)
+    }
+
+    /// Fails every pending request with `Shutdown`, closes every link, and takes no more
+    /// requests.
+    pub fn shutdown(&mut self, now: Instant) {
+        let now = self.clock(now);
+        self.closed = true;
+        self.routing.shutdown(now);
+        let links: Vec<LinkId> = self.links.keys().copied().collect();
+        for link in links {
+            self.links.remove(&link);
+            self.outputs.push_back(Output::Close { link });
+        }
+        self.coordinator.link = None;
+        self.coordinator.queue.clear();
+        self.ready.clear();
+        self.drive(now);
+    }
+
+    fn clock(&mut self, now: Instant) -> Instant {
+        if now > self.last_now {
+            self.last_now = now;
+        }
+        self.last_now
+    }
+
+    fn node(&self, node: NodeId) -> Option<&Node> {
+        self.nodes.get(node.0 as usize)
+    }
+
+    fn node_mut(&mut self, node: NodeId) -> Option<&mut Node> {
+        self.nodes.get_mut(node.0 as usize)
+    }
+
+    /// The node id of an address, adding it when new (up to `max_nodes`).
+    fn node_for_addr(&mut self, addr: &str) -> Option<NodeId> {
+        if let Some(index) = self.nodes.iter().position(|n| same_addr(&n.addr, addr)) {
+            return u32::try_from(index).ok().map(NodeId);
+        }
+        if self.nodes.len() >= self.config.max_nodes {
+            warn!(%addr, "node table full; roster entry ignored");
+            return None;
+        }
+        self.nodes.push(Node {
+            addr: addr.to_owned(),
+            failures: 0,
+            retry_at: None,
+            connected_once: false,
+        });
+        u32::try_from(self.nodes.len() - 1).ok().map(NodeId)
+    }
+
+    /// Message id 0 means "give it one", as in the SDK: a random id, here from the seeded
+    /// source so that a run stays reproducible.
+    fn stamp_message_ids(&mut self, mut request: Request) -> Request {
+        if let Request::Send(send) = &mut request {
+            for message in &mut send.messages {
+                if message.id == 0 {
+                    message.id = self.rng.client_id();
+                }
+            }
+        }
+        request
+    }
+
+    fn routing_supported(&self) -> bool {
+        self.routing.routing_commands() != RoutingCommands::Unsupported
+    }
+}
+
+/// Two spellings of one address: `localhost` and `127.0.0.1` are the same node, as in the
+/// SDK's leader check.
+fn same_addr(a: &str, b: &str) -> bool {
+    fn normal(addr: &str) -> String {
+        addr.replacen("localhost:", "127.0.0.1:", 1)
+    }
+    a == b || normal(a) == normal(b)
+}

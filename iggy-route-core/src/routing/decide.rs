@@ -1,0 +1,152 @@
+//! Releasing a lane's head request: to its route, to a lookup, or (without routing
+//! commands) to the next node of the roster that has not refused it yet.
+
+use std::time::Instant;
+
+use tracing::debug;
+
+use super::lane::{Lookup, Route};
+use super::{Decision, LaneKey, Routing, RoutingCommands, Target, TimerKey};
+use crate::ids::NodeId;
+
+impl Routing {
+    /// Moves a lane forward as far as its knowledge allows. Called after every change to
+    /// the lane; it queues at most one write or one lookup.
+    pub(super) fn pump_lane(&mut self, now: Instant, key: &LaneKey) {
+        let watermark = self.watermark;
+        let Some(lane) = self.lanes.get(key) else {
+            return;
+        };
+        if lane.active.is_some() || lane.in_backoff(now) {
+            return;
+        }
+        let Some(&head) = lane.queue.front() else {
+            return;
+        };
+        let refused_by = self.pending.get(&head).and_then(|p| p.refused_by);
+        let usable = lane.route.filter(|route| {
+            let fresh = matches!(key, LaneKey::MetadataLeader) || route.watermark >= watermark;
+            // Never write again to the node that refused, unless the route was learned
+            // after the refusal (a newer generation).
+            let news = refused_by.is_none_or(|(node, generation)| {
+                node != route.node || lane.generation > generation
+            });
+            fresh && news
+        });
+        if let Some(route) = usable {
+            self.release(key, route.node);
+            return;
+        }
+        match key {
+            LaneKey::MetadataLeader => self.fetch_roster(),
+            LaneKey::Partition(partition) => match self.routing_commands {
+                RoutingCommands::Unknown | RoutingCommands::Supported => {
+                    let Some(lane) = self.lanes.get_mut(key) else {
+                        return;
+                    };
+                    if lane.lookup == Lookup::Idle {
+                        lane.lookup = Lookup::InFlight;
+                        self.stats.lookups += 1;
+                        debug!(%partition, "route lookup");
+                        self.decisions.push_back(Decision::FetchRoute {
+                            partition: partition.clone(),
+                        });
+                    }
+                }
+                RoutingCommands::Unsupported => self.discover(now, key),
+            },
+        }
+    }
+
+    /// Writes the lane's head request to `node`.
+    fn release(&mut self, key: &LaneKey, node: NodeId) {
+        let Some(lane) = self.lanes.get_mut(key) else {
+            return;
+        };
+        let Some(head) = lane.queue.pop_front() else {
+            return;
+        };
+        lane.active = Some(head);
+        self.decisions.push_back(Decision::Write {
+            request: head,
+            target: Target::Node(node),
+        });
+    }
+
+    /// Discovery by refusal: the next roster node that has not refused in this round; when
+    /// every node has refused, the round ends with a jittered backoff and starts again.
+    fn discover(&mut self, now: Instant, key: &LaneKey) {
+        if self.nodes.is_empty() {
+            self.fetch_roster();
+            return;
+        }
+        let nodes = self.nodes.clone();
+        let Some(lane) = self.lanes.get_mut(key) else {
+            return;
+        };
+        if lane.tried.is_empty() {
+            self.stats.lookups += 1;
+        }
+        let next = nodes
+            .iter()
+            .copied()
+            .find(|node| !lane.tried.contains(node));
+        match next {
+            Some(node) => self.release(key, node),
+            None => {
+                lane.tried.clear();
+                lane.generation += 1;
+                let streak = lane.backoff_streak;
+                lane.backoff_streak = streak.saturating_add(1);
+                let wait = self.backoff_for(streak);
+                self.set_lane_backoff(now, key, wait);
+            }
+        }
+    }
+
+    pub(super) fn set_lane_backoff(
+        &mut self,
+        now: Instant,
+        key: &LaneKey,
+        wait: std::time::Duration,
+    ) {
+        if let Some(lane) = self.lanes.get_mut(key) {
+            let until = now + wait;
+            lane.backoff_until = Some(until);
+            self.timers.insert((until, TimerKey::Lane(key.clone())));
+            debug!(lane = ?key, ?wait, "lane backs off");
+        }
+    }
+
+    pub(super) fn fetch_roster(&mut self) {
+        if !self.roster_fetch_in_flight {
+            self.roster_fetch_in_flight = true;
+            self.decisions.push_back(Decision::FetchRoster);
+        }
+    }
+
+    /// Sets a lane's route from new knowledge, and backs off when that knowledge names the
+    /// node that has just refused the lane's head request (an election in progress).
+    pub(super) fn learn_route(&mut self, now: Instant, key: &LaneKey, route: Route) {
+        let Some(lane) = self.lanes.get_mut(key) else {
+            return;
+        };
+        lane.generation += 1;
+        lane.route = Some(route);
+        let head_refused_by = lane
+            .queue
+            .front()
+            .and_then(|head| self.pending.get(head))
+            .and_then(|p| p.refused_by)
+            .map(|(node, _)| node);
+        if head_refused_by == Some(route.node) {
+            let streak = lane.backoff_streak;
+            lane.backoff_streak = streak.saturating_add(1);
+            let wait = self.backoff_for(streak);
+            self.set_lane_backoff(now, key, wait);
+        } else {
+            lane.backoff_streak = 0;
+        }
+        self.pump_lane(now, key);
+    }
+}

@@ -1,0 +1,303 @@
+//! What the link layer reports back: attempt results, lookup answers, rosters, watermarks.
+
+use std::time::Instant;
+
+use tracing::debug;
+
+use super::lane::{Lookup, Route};
+use super::{
+    Attempt, Decision, LaneKey, Place, RouteAnswer, Routing, RoutingCommands, Target, TimerKey,
+};
+use crate::config::Delivery;
+use crate::event::Event;
+use crate::ids::{NodeId, PartitionKey, RequestId};
+use crate::request::{Request, RequestError};
+use crate::wire::ErrorCode;
+
+impl Routing {
+    /// The outcome of one attempt of `request`, written to `target`.
+    pub fn handle_result(
+        &mut self,
+        now: Instant,
+        request: RequestId,
+        target: Target,
+        attempt: Attempt,
+    ) {
+        let now = self.clock(now);
+        let Some(pending) = self.pending.get(&request) else {
+            return;
+        };
+        let place = pending.place.clone();
+        let completed = pending.completed;
+        if let Place::Lane(key) = &place {
+            match self.lanes.get_mut(key) {
+                Some(lane) if lane.active == Some(request) => lane.active = None,
+                // A report for a request that is not in flight: nothing to act on.
+                Some(_) | None => return,
+            }
+            if completed {
+                // Its deadline already completed it; it only held the lane.
+                self.pending.remove(&request);
+                self.pump_lane(now, key);
+                return;
+            }
+        }
+        match attempt {
+            Attempt::Done(reply) => {
+                if let (Place::Lane(key @ LaneKey::Partition(partition)), Target::Node(node)) =
+                    (&place, target)
+                {
+                    self.admitted(key, partition, node);
+                }
+                self.complete(now, request, Ok(reply));
+            }
+            Attempt::Refused => {
+                self.stats.refusals += 1;
+                self.decisions.push_back(Decision::Event(Event::Refused {
+                    request,
+                    node: node_of(target),
+                }));
+                self.retry_elsewhere(now, request, &place, target);
+            }
+            Attempt::NotSent => self.retry_elsewhere(now, request, &place, target),
+            Attempt::Unknown => {
+                let retry = match &self.pending[&request].request {
+                    Request::Send(_) => self.delivery() == Delivery::AtLeastOnce,
+                    // Storing the same offset twice leaves the same state.
+                    Request::StoreOffset(_) => true,
+                    Request::Poll(poll) => !poll.auto_commit,
+                    Request::Admin(admin) => matches!(
+                        admin,
+                        crate::request::AdminRequest::GetStream { .. }
+                            | crate::request::AdminRequest::GetTopic { .. }
+                    ),
+                };
+                if retry {
+                    self.requeue(now, request, &place);
+                } else {
+                    let node = node_of(target);
+                    self.complete(now, request, Err(RequestError::OutcomeUnknown { node }));
+                }
+            }
+            Attempt::Failed(error) => {
+                if let RequestError::Server { code } = &error
+                    && is_not_found(*code)
+                    && let Some(topic) = self.topic_of(request)
+                {
+                    self.invalidate_topic(&topic);
+                }
+                self.complete(now, request, Err(error));
+            }
+        }
+    }
+
+    /// A node admitted a request of this partition: under discovery that is how the route
+    /// is learned; under lookups it confirms the route.
+    fn admitted(&mut self, key: &LaneKey, partition: &PartitionKey, node: NodeId) {
+        let watermark = self.watermark;
+        let Some(lane) = self.lanes.get_mut(key) else {
+            return;
+        };
+        lane.tried.clear();
+        lane.backoff_streak = 0;
+        if lane.route.map(|r| r.node) != Some(node) {
+            lane.route = Some(Route { node, watermark });
+            lane.generation += 1;
+            self.decisions
+                .push_back(Decision::Event(Event::RouteLearned {
+                    partition: partition.clone(),
+                    node,
+                }));
+        }
+    }
+
+    /// The request was not admitted at `target`: drop the route that led there and act on
+    /// it at once (a lookup, or the next candidate), never a replay on the same node.
+    fn retry_elsewhere(&mut self, now: Instant, request: RequestId, place: &Place, target: Target) {
+        let node = node_of(target);
+        match place {
+            Place::Lane(key) => {
+                let discovery = self.routing_commands == RoutingCommands::Unsupported;
+                if let Some(lane) = self.lanes.get_mut(key) {
+                    if lane.route.is_some_and(|r| r.node == node) {
+                        lane.route = None;
+                    }
+                    if discovery && !lane.tried.contains(&node) {
+                        lane.tried.push(node);
+                    }
+                    let generation = lane.generation;
+                    lane.queue.push_front(request);
+                    if let Some(pending) = self.pending.get_mut(&request) {
+                        pending.refused_by = Some((node, generation));
+                    }
+                }
+                debug!(%request, %node, "not admitted; rerouting");
+                self.pump_lane(now, key);
+            }
+            Place::Coordinator => {
+                // A read the coordinator's node could not serve yet (for example its
+                // metadata floor): ask again after a short jittered wait.
+                let wait = self.backoff_for(0);
+                self.timers.insert((now + wait, TimerKey::Retry(request)));
+            }
+            Place::Topic(_) => {}
+        }
+    }
+
+    fn requeue(&mut self, now: Instant, request: RequestId, place: &Place) {
+        match place {
+            Place::Lane(key) => {
+                if let Some(lane) = self.lanes.get_mut(key) {
+                    lane.queue.push_front(request);
+                }
+                self.pump_lane(now, key);
+            }
+            Place::Coordinator => self.decisions.push_back(Decision::Write {
+                request,
+                target: Target::Coordinator,
+            }),
+            Place::Topic(_) => {}
+        }
+    }
+
+    pub(super) fn retry_coordinator(&mut self, request: RequestId) {
+        if self.pending(request).is_some() {
+            self.decisions.push_back(Decision::Write {
+                request,
+                target: Target::Coordinator,
+            });
+        }
+    }
+
+    /// The answer to a `FetchRoute`.
+    pub fn handle_route(&mut self, now: Instant, partition: &PartitionKey, answer: RouteAnswer) {
+        let now = self.clock(now);
+        let key = LaneKey::Partition(partition.clone());
+        let Some(lane) = self.lanes.get_mut(&key) else {
+            return;
+        };
+        lane.lookup = Lookup::Idle;
+        match answer {
+            RouteAnswer::Primary { node, watermark } => {
+                if self.routing_commands == RoutingCommands::Unknown {
+                    self.routing_commands = RoutingCommands::Supported;
+                }
+                // A node that has not applied our latest metadata write may answer with an
+                // older watermark; the primary it names is still news, and taking it as
+                // stale would only ask again.
+                let watermark = watermark.max(self.watermark);
+                self.decisions
+                    .push_back(Decision::Event(Event::RouteLearned {
+                        partition: partition.clone(),
+                        node,
+                    }));
+                self.learn_route(now, &key, Route { node, watermark });
+            }
+            RouteAnswer::Unsupported => {
+                if self.routing_commands != RoutingCommands::Unsupported {
+                    self.routing_commands = RoutingCommands::Unsupported;
+                    self.decisions
+                        .push_back(Decision::Event(Event::DiscoveryByRefusal));
+                }
+                let keys: Vec<LaneKey> = self.lanes.keys().cloned().collect();
+                for key in keys {
+                    if let Some(lane) = self.lanes.get_mut(&key) {
+                        lane.lookup = Lookup::Idle;
+                    }
+                    self.pump_lane(now, &key);
+                }
+            }
+            RouteAnswer::Unavailable => {
+                let streak = lane.backoff_streak;
+                lane.backoff_streak = streak.saturating_add(1);
+                let wait = self.backoff_for(streak);
+                self.set_lane_backoff(now, &key, wait);
+            }
+            RouteAnswer::Failed(error) => {
+                let waiting: Vec<RequestId> = lane.queue.iter().copied().collect();
+                if matches!(error, RequestError::Server { code } if is_not_found(code)) {
+                    self.invalidate_topic(&partition.topic);
+                }
+                for id in waiting {
+                    self.complete(now, id, Err(error.clone()));
+                }
+            }
+        }
+    }
+
+    /// A roster was read: the nodes in roster order and the metadata leader, if it names one.
+    pub fn handle_roster(&mut self, now: Instant, nodes: Vec<NodeId>, leader: Option<NodeId>) {
+        let now = self.clock(now);
+        self.roster_fetch_in_flight = false;
+        self.nodes = nodes;
+        self.leader = leader;
+        let key = LaneKey::MetadataLeader;
+        match leader {
+            Some(node) if self.lanes.contains_key(&key) => {
+                self.learn_route(now, &key, Route { node, watermark: 0 });
+            }
+            Some(_) => {}
+            None => self.roster_unavailable(now),
+        }
+        if self.routing_commands == RoutingCommands::Unsupported {
+            let keys: Vec<LaneKey> = self.lanes.keys().cloned().collect();
+            for key in keys {
+                self.pump_lane(now, &key);
+            }
+        }
+    }
+
+    /// A roster read failed: wait, then read it again if anything still needs it.
+    pub fn roster_unavailable(&mut self, now: Instant) {
+        let now = self.clock(now);
+        self.roster_fetch_in_flight = false;
+        let key = LaneKey::MetadataLeader;
+        if let Some(lane) = self.lanes.get_mut(&key) {
+            let streak = lane.backoff_streak;
+            lane.backoff_streak = streak.saturating_add(1);
+            let wait = self.backoff_for(streak);
+            self.set_lane_backoff(now, &key, wait);
+        }
+    }
+
+    /// A metadata-plane reply carried this commit: routes and partition counts learned
+    /// under a lower watermark are stale from now on.
+    pub fn handle_watermark(&mut self, now: Instant, watermark: u64) {
+        self.clock(now);
+        if watermark > self.watermark {
+            debug!(watermark, "metadata watermark moved");
+            self.watermark = watermark;
+        }
+    }
+
+    fn topic_of(&self, request: RequestId) -> Option<crate::ids::TopicKey> {
+        let pending = self.pending.get(&request)?;
+        let (stream, topic) = match &pending.request {
+            Request::Send(send) => (&send.stream, &send.topic),
+            Request::Poll(poll) => (&poll.stream, &poll.topic),
+            Request::StoreOffset(store) => (&store.stream, &store.topic),
+            Request::Admin(_) => return None,
+        };
+        Some(super::topic_key(stream, topic))
+    }
+}
+
+fn node_of(target: Target) -> NodeId {
+    match target {
+        Target::Node(node) => node,
+        // The coordinator's node is the link layer's to know; the routing layer only needs
+        // a node for refusals of lane requests, which never go to the coordinator.
+        Target::Coordinator => NodeId(u32::MAX),
+    }
+}
+
+/// Codes that say the stream, topic or partition does not exist (as this client knows it).
+pub(crate) fn is_not_found(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::ResourceNotFound
+            | ErrorCode::StreamIdNotFound
+            | ErrorCode::TopicIdNotFound
+            | ErrorCode::PartitionNotFound
+    )
+}

@@ -1,0 +1,83 @@
+//! A lane: the queue of requests bound for one target (a partition's primary, or the
+//! metadata leader), with what is known of where that target is.
+//!
+//! A lane releases one request at a time, so the requests of one partition reach the wire
+//! in the order they were submitted, and a refused request goes back to the head.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use crate::ids::{NodeId, PartitionKey, RequestId};
+
+/// What a lane leads to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LaneKey {
+    /// The primary of one partition.
+    Partition(PartitionKey),
+    /// The metadata leader (the roster's node with role Leader): metadata commands.
+    MetadataLeader,
+}
+
+/// Where a lane's requests go, and under which knowledge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Route {
+    pub(crate) node: NodeId,
+    /// Metadata watermark the route was learned under; below the client's, it is stale.
+    pub(crate) watermark: u64,
+}
+
+/// The single-flight state of a lane's lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    Idle,
+    InFlight,
+}
+
+#[derive(Debug)]
+pub(crate) struct Lane {
+    pub(crate) queue: VecDeque<RequestId>,
+    /// The request released to a node and not yet answered. It stays here even if its
+    /// deadline completes it, until the link reports the attempt over, so that the next
+    /// request of the partition cannot overtake it on the wire.
+    pub(crate) active: Option<RequestId>,
+    pub(crate) route: Option<Route>,
+    pub(crate) lookup: Lookup,
+    /// Bumped by every new piece of route knowledge (a lookup answer, a discovery round).
+    pub(crate) generation: u64,
+    /// Nothing is released or looked up before this instant.
+    pub(crate) backoff_until: Option<Instant>,
+    /// Consecutive lookups that named the node that had just refused.
+    pub(crate) backoff_streak: u32,
+    /// Discovery by refusal: nodes that refused in the current round.
+    pub(crate) tried: Vec<NodeId>,
+}
+
+impl Lane {
+    pub(crate) fn new() -> Self {
+        Self {
+            queue: VecDeque::new(),
+            active: None,
+            route: None,
+            lookup: Lookup::Idle,
+            generation: 0,
+            backoff_until: None,
+            backoff_streak: 0,
+            tried: Vec::new(),
+        }
+    }
+
+    pub(crate) fn in_backoff(&self, now: Instant) -> bool {
+        self.backoff_until.is_some_and(|until| until > now)
+    }
+
+    /// Removes a waiting request (its deadline passed); the active one is left alone.
+    pub(crate) fn remove_waiting(&mut self, id: RequestId) -> bool {
+        match self.queue.iter().position(|&queued| queued == id) {
+            Some(index) => {
+                self.queue.remove(index);
+                true
+            }
+            None => false,
+        }
+    }
+}

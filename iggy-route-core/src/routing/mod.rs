@@ -1,0 +1,498 @@
+//! The routing layer: every decision about where a request goes, in typed values.
+//!
+//! No bytes and no connections here. Inputs say what was learned (a request, a refusal, a
+//! lookup answer, a roster, the passage of time); outputs ([`Decision`]) say what to do next
+//! (write request R to node N, look partition P up, read the roster, complete R). The link
+//! layer ([`crate::Router`]) turns decisions into frames and frames back into inputs, so the
+//! rules below can be tested and model-checked without a wire.
+//!
+//! # The rules
+//! - A partition's requests wait in its lane and are released one at a time to the lane's
+//!   route: the partition's primary, learned from a lookup and stamped with the metadata
+//!   watermark it was learned under. A route below the current watermark is stale.
+//! - At most one lookup per lane is in flight; the lane's requests wait while it runs.
+//! - A refusal drops the route and starts a lookup at once; the refused request goes back
+//!   to the head of its lane and is written to whatever node the answer names. Only when
+//!   the answer names the node that just refused (an election in progress) does the lane
+//!   back off, with jitter, from a few milliseconds, doubling, capped well under a second.
+//! - Where the cluster has no routing commands, the lane tries the roster's nodes in turn
+//!   (discovery by refusal) and keeps the node that admits.
+//! - Every request has a deadline; every queue has a bound.
+
+mod decide;
+mod inputs;
+pub(crate) use inputs::is_not_found;
+pub(crate) mod lane;
+mod topics;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use tracing::trace;
+
+use crate::config::{Config, Delivery};
+use crate::event::{Event, Stats};
+use crate::ids::{NodeId, PartitionKey, RequestId, TopicKey};
+use crate::request::{AdminRequest, Outcome, Request, RequestError, SubmitError};
+use crate::rng::Rng;
+
+use lane::Lane;
+pub use lane::LaneKey;
+use topics::TopicState;
+
+/// Where a released request is to be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// On a data link to this node.
+    Node(NodeId),
+    /// On the coordinator link (reads that any node serves).
+    Coordinator,
+}
+
+/// What the routing layer wants done.
+#[derive(Debug)]
+pub enum Decision {
+    /// Write this request (its next attempt) to the target.
+    Write {
+        /// The request.
+        request: RequestId,
+        /// Where.
+        target: Target,
+    },
+    /// Ask the coordinator who the partition's primary is (`GET_POLL_ROUTING`, 103).
+    FetchRoute {
+        /// The partition.
+        partition: PartitionKey,
+    },
+    /// Read the topic's partition count (`GET_TOPIC`, 300).
+    FetchTopic {
+        /// The topic.
+        topic: TopicKey,
+    },
+    /// Read the roster (`GET_CLUSTER_METADATA`, 12) for the metadata leader.
+    FetchRoster,
+    /// The request is over.
+    Completed {
+        /// The request.
+        request: RequestId,
+        /// How it ended.
+        outcome: Outcome,
+    },
+    /// Something to report.
+    Event(Event),
+}
+
+/// What one attempt of a request came to, as the link layer saw it.
+#[derive(Debug)]
+pub enum Attempt {
+    /// The node admitted and answered it.
+    Done(crate::request::Reply),
+    /// The node refused it: never admitted (status 58).
+    Refused,
+    /// It never reached a node that could answer (no link, or a read whose link closed):
+    /// safe to write again.
+    NotSent,
+    /// The link closed with it in flight: it may or may not have been admitted.
+    Unknown,
+    /// A final answer: the request fails with this error.
+    Failed(RequestError),
+}
+
+/// What a route lookup came to.
+#[derive(Debug)]
+pub enum RouteAnswer {
+    /// The partition's primary, under this metadata watermark.
+    Primary {
+        /// The node.
+        node: NodeId,
+        /// The watermark it was learned under.
+        watermark: u64,
+    },
+    /// The cluster does not have the routing commands (or will not let us use them).
+    Unsupported,
+    /// No answer this time (58, or the coordinator link failed): look up again later.
+    Unavailable,
+    /// The partition (or its topic) does not exist, or another final error.
+    Failed(RequestError),
+}
+
+/// What a topic read came to.
+#[derive(Debug)]
+pub enum TopicAnswer {
+    /// The topic exists with this many partitions.
+    Found {
+        /// Its partition count.
+        partitions_count: u32,
+    },
+    /// No such stream or topic.
+    NotFound,
+    /// No answer this time: read it again later.
+    Unavailable,
+}
+
+/// Whether the cluster answers the routing commands (14, 103, 104, 123).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoutingCommands {
+    /// Not known yet: assume they exist until a lookup says otherwise.
+    Unknown,
+    /// A lookup succeeded.
+    Supported,
+    /// Answered with `InvalidCommand` / `FeatureUnavailable`: discovery by refusal.
+    Unsupported,
+}
+
+/// One request from submit to completion.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) request: Request,
+    pub(crate) submitted_at: Instant,
+    pub(crate) deadline: Instant,
+    pub(crate) place: Place,
+    /// The partition chosen for it, once its topic's partition count was known.
+    pub(crate) partition: Option<u32>,
+    /// The last node that refused it, and the lane generation of the route it had then.
+    pub(crate) refused_by: Option<(NodeId, u64)>,
+    /// Completed by its deadline while in flight: kept only to hold the lane.
+    pub(crate) completed: bool,
+}
+
+/// Where a request is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Waiting for its topic's partition count.
+    Topic(TopicKey),
+    /// In a lane (waiting, or released when it is the lane's active request).
+    Lane(LaneKey),
+    /// Released to the coordinator.
+    Coordinator,
+}
+
+/// A deadline of the routing layer.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum TimerKey {
+    Request(RequestId),
+    /// A coordinator read to ask again.
+    Retry(RequestId),
+    Lane(LaneKey),
+    Topic(TopicKey),
+}
+
+/// The routing layer. See the module documentation for its rules.
+#[derive(Debug)]
+pub struct Routing {
+    config: Config,
+    last_now: Instant,
+    rng: Rng,
+    next_request: u64,
+    pending: BTreeMap<RequestId, Pending>,
+    lanes: BTreeMap<LaneKey, Lane>,
+    topics: BTreeMap<TopicKey, TopicState>,
+    timers: BTreeSet<(Instant, TimerKey)>,
+    decisions: VecDeque<Decision>,
+    /// Roster in roster order (discovery tries nodes in this order).
+    nodes: Vec<NodeId>,
+    leader: Option<NodeId>,
+    roster_fetch_in_flight: bool,
+    routing_commands: RoutingCommands,
+    watermark: u64,
+    stats: Stats,
+    closed: bool,
+}
+
+impl Routing {
+    /// A routing layer with no knowledge yet. `seed` drives the backoff jitter.
+    pub fn new(config: Config, seed: u64, now: Instant) -> Self {
+        Self {
+            config,
+            last_now: now,
+            rng: Rng::new(seed),
+            next_request: 1,
+            pending: BTreeMap::new(),
+            lanes: BTreeMap::new(),
+            topics: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            decisions: VecDeque::new(),
+            nodes: Vec::new(),
+            leader: None,
+            roster_fetch_in_flight: false,
+            routing_commands: RoutingCommands::Unknown,
+            watermark: 0,
+            stats: Stats::default(),
+            closed: false,
+        }
+    }
+
+    /// Accepts a request, or refuses it at once (bounds, empty batch, oversize).
+    pub fn submit(&mut self, now: Instant, request: Request) -> Result<RequestId, SubmitError> {
+        let now = self.clock(now);
+        if self.closed {
+            return Err(SubmitError::Closed);
+        }
+        crate::router::encode::validate(&request, self.config.max_frame_size)?;
+        if self.pending.len() >= self.config.max_pending_requests {
+            return Err(SubmitError::QueueFull {
+                limit: self.config.max_pending_requests,
+            });
+        }
+        let place = match &request {
+            Request::Send(send) => Place::Topic(topic_key(&send.stream, &send.topic)),
+            Request::StoreOffset(store) => Place::Topic(topic_key(&store.stream, &store.topic)),
+            Request::Poll(poll) if poll.auto_commit && poll.partition_id.is_some() => {
+                Place::Topic(topic_key(&poll.stream, &poll.topic))
+            }
+            Request::Poll(_) => Place::Coordinator,
+            Request::Admin(AdminRequest::GetStream { .. } | AdminRequest::GetTopic { .. }) => {
+                Place::Coordinator
+            }
+            Request::Admin(_) => Place::Lane(LaneKey::MetadataLeader),
+        };
+        self.check_room(&place)?;
+        let id = RequestId(self.next_request);
+        self.next_request += 1;
+        let deadline = now + self.config.request_timeout;
+        self.timers.insert((deadline, TimerKey::Request(id)));
+        self.pending.insert(
+            id,
+            Pending {
+                request,
+                submitted_at: now,
+                deadline,
+                place: place.clone(),
+                partition: None,
+                refused_by: None,
+                completed: false,
+            },
+        );
+        trace!(request = %id, ?place, "submitted");
+        match place {
+            Place::Topic(topic) => self.enqueue_for_topic(now, id, topic),
+            Place::Lane(lane) => {
+                self.lanes
+                    .entry(lane.clone())
+                    .or_insert_with(Lane::new)
+                    .queue
+                    .push_back(id);
+                self.pump_lane(now, &lane);
+            }
+            Place::Coordinator => self.decisions.push_back(Decision::Write {
+                request: id,
+                target: Target::Coordinator,
+            }),
+        }
+        Ok(id)
+    }
+
+    fn check_room(&self, place: &Place) -> Result<(), SubmitError> {
+        let limit = self.config.max_pending_per_lane;
+        let queued = match place {
+            Place::Topic(topic) => self.topics.get(topic).map_or(0, |t| t.waiting.len()),
+            Place::Lane(lane) => self.lanes.get(lane).map_or(0, |l| l.queue.len()),
+            Place::Coordinator => 0,
+        };
+        if queued >= limit {
+            return Err(SubmitError::QueueFull { limit });
+        }
+        Ok(())
+    }
+
+    /// Time passed: deadlines expire, backoffs end. Extra calls are harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock(now);
+        while let Some((at, _)) = self.timers.first() {
+            if *at > now {
+                break;
+            }
+            let Some((_, key)) = self.timers.pop_first() else {
+                break;
+            };
+            match key {
+                TimerKey::Request(id) => self.expire(now, id),
+                TimerKey::Lane(lane) => {
+                    if let Some(state) = self.lanes.get_mut(&lane)
+                        && state.backoff_until.is_some_and(|until| until <= now)
+                    {
+                        state.backoff_until = None;
+                    }
+                    self.pump_lane(now, &lane);
+                }
+                TimerKey::Topic(topic) => self.retry_topic(now, topic),
+                TimerKey::Retry(id) => self.retry_coordinator(id),
+            }
+        }
+    }
+
+    /// The next decision, or `None` when there is nothing to do.
+    pub fn poll_decision(&mut self) -> Option<Decision> {
+        self.decisions.pop_front()
+    }
+
+    /// When `handle_timeout` is next due: `None` when nothing is scheduled.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.decisions.is_empty() {
+            return Some(self.last_now);
+        }
+        self.timers.first().map(|(at, _)| *at)
+    }
+
+    /// The request's typed value and its chosen partition, for the link layer to encode.
+    pub(crate) fn pending(&self, id: RequestId) -> Option<&Pending> {
+        self.pending.get(&id).filter(|p| !p.completed)
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Whether the cluster answers the routing commands.
+    pub fn routing_commands(&self) -> RoutingCommands {
+        self.routing_commands
+    }
+
+    /// The client's metadata watermark.
+    pub fn watermark(&self) -> u64 {
+        self.watermark
+    }
+
+    /// The route a partition has now, if any.
+    pub fn route(&self, partition: &PartitionKey) -> Option<NodeId> {
+        self.lanes
+            .get(&LaneKey::Partition(partition.clone()))
+            .and_then(|lane| lane.route)
+            .map(|route| route.node)
+    }
+
+    /// Requests accepted and not yet completed.
+    pub fn pending_count(&self) -> usize {
+        self.pending.values().filter(|p| !p.completed).count()
+    }
+
+    /// Requests waiting in the lane of `lane`, for bound checks.
+    pub fn lane_len(&self, lane: &LaneKey) -> usize {
+        self.lanes.get(lane).map_or(0, |l| l.queue.len())
+    }
+
+    /// Every lane's queue length, in key order (for invariant checks).
+    pub fn lane_lengths(&self) -> Vec<usize> {
+        self.lanes.values().map(|l| l.queue.len()).collect()
+    }
+
+    /// Stops taking requests and fails every pending one with `Shutdown`.
+    pub fn shutdown(&mut self, now: Instant) {
+        let now = self.clock(now);
+        self.closed = true;
+        let ids: Vec<RequestId> = self.pending.keys().copied().collect();
+        for id in ids {
+            self.complete(now, id, Err(RequestError::Shutdown));
+        }
+        self.lanes.clear();
+        self.topics.clear();
+        self.timers.clear();
+    }
+
+    /// Fails every pending request with `error` (for example when sign-in is refused).
+    pub fn fail_all(&mut self, now: Instant, error: RequestError) {
+        let now = self.clock(now);
+        let ids: Vec<RequestId> = self.pending.keys().copied().collect();
+        for id in ids {
+            self.complete(now, id, Err(error.clone()));
+        }
+    }
+
+    fn clock(&mut self, now: Instant) -> Instant {
+        // Time never goes backwards inside the core (design-style §2, "Time").
+        if now > self.last_now {
+            self.last_now = now;
+        }
+        self.last_now
+    }
+
+    fn expire(&mut self, now: Instant, id: RequestId) {
+        let Some(pending) = self.pending.get(&id) else {
+            return;
+        };
+        if pending.completed || pending.deadline > now {
+            return;
+        }
+        let after = now.saturating_duration_since(pending.submitted_at);
+        self.stats.timeouts += 1;
+        self.complete(now, id, Err(RequestError::TimedOut { after }));
+    }
+
+    /// Completes a request exactly once. A request still active in its lane stays there as a
+    /// marker (see [`Lane::active`]) until its attempt is reported over.
+    pub(crate) fn complete(&mut self, now: Instant, id: RequestId, outcome: Outcome) {
+        let Some(pending) = self.pending.get_mut(&id) else {
+            return;
+        };
+        if pending.completed {
+            return;
+        }
+        let place = pending.place.clone();
+        let deadline = pending.deadline;
+        self.timers.remove(&(deadline, TimerKey::Request(id)));
+        let mut keep_marker = false;
+        match &place {
+            Place::Topic(topic) => {
+                if let Some(state) = self.topics.get_mut(topic) {
+                    state.waiting.retain(|&w| w != id);
+                }
+            }
+            Place::Lane(key) => {
+                if let Some(lane) = self.lanes.get_mut(key) {
+                    if lane.active == Some(id) {
+                        keep_marker = true;
+                    } else {
+                        lane.remove_waiting(id);
+                    }
+                }
+            }
+            // A coordinator request is answered by the coordinator link; a late answer for
+            // a completed one is ignored there.
+            Place::Coordinator => {}
+        }
+        if keep_marker {
+            if let Some(pending) = self.pending.get_mut(&id) {
+                pending.completed = true;
+            }
+        } else {
+            self.pending.remove(&id);
+        }
+        self.stats.completed += 1;
+        if matches!(outcome, Ok(crate::request::Reply::Sent(_))) {
+            self.stats.sends += 1;
+        }
+        trace!(request = %id, ok = outcome.is_ok(), "completed");
+        self.decisions.push_back(Decision::Completed {
+            request: id,
+            outcome,
+        });
+        if let Place::Lane(key) = place {
+            self.pump_lane(now, &key);
+        }
+    }
+
+    fn delivery(&self) -> Delivery {
+        self.config.delivery
+    }
+
+    fn backoff_for(&mut self, streak: u32) -> Duration {
+        let base = crate::rng::backoff(
+            self.config.route_backoff_initial,
+            self.config.route_backoff_max,
+            streak,
+        );
+        self.rng.jitter(base)
+    }
+}
+
+/// The topic key of a stream and topic identifier pair.
+pub(crate) fn topic_key(
+    stream: &crate::wire::Identifier,
+    topic: &crate::wire::Identifier,
+) -> TopicKey {
+    TopicKey {
+        stream: stream.clone(),
+        topic: topic.clone(),
+    }
+}

@@ -1,0 +1,173 @@
+//! Topic knowledge: the partition count that `Balanced` and `MessagesKey` partitioning
+//! resolve against, read with `GET_TOPIC` and refreshed when the metadata watermark moves or
+//! the server says a partition does not exist (the 0.11.0 SDK caches it forever).
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use tracing::debug;
+
+use super::{Decision, LaneKey, Place, Routing, RoutingCommands, Target, TimerKey, TopicAnswer};
+use crate::ids::{PartitionKey, RequestId, TopicKey};
+use crate::partitioning::{Partitioning, resolve_partition};
+use crate::request::{Request, RequestError};
+
+#[derive(Debug, Default)]
+pub(crate) struct TopicState {
+    /// Partition count and the watermark it was read under.
+    pub(crate) info: Option<(u32, u64)>,
+    /// Requests waiting for the count, in submission order.
+    pub(crate) waiting: VecDeque<RequestId>,
+    pub(crate) fetch_in_flight: bool,
+    pub(crate) retry_streak: u32,
+    /// Round-robin position for `Balanced`, per topic as in the SDK.
+    pub(crate) balanced_cursor: u32,
+}
+
+impl Routing {
+    pub(super) fn enqueue_for_topic(&mut self, now: Instant, id: RequestId, topic: TopicKey) {
+        let watermark = self.watermark;
+        let state = self.topics.entry(topic.clone()).or_default();
+        match state.info {
+            Some((count, seen)) if seen >= watermark && state.waiting.is_empty() => {
+                self.resolve(now, id, &topic, count);
+            }
+            Some(_) | None => {
+                state.waiting.push_back(id);
+                if !state.fetch_in_flight {
+                    state.fetch_in_flight = true;
+                    self.decisions.push_back(Decision::FetchTopic { topic });
+                }
+            }
+        }
+    }
+
+    /// The answer to a `FetchTopic`.
+    pub fn handle_topic(&mut self, now: Instant, topic: &TopicKey, answer: TopicAnswer) {
+        let now = self.clock(now);
+        let watermark = self.watermark;
+        let Some(state) = self.topics.get_mut(topic) else {
+            return;
+        };
+        state.fetch_in_flight = false;
+        match answer {
+            TopicAnswer::Found { partitions_count } => {
+                state.info = Some((partitions_count, watermark));
+                state.retry_streak = 0;
+                let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
+                for id in waiting {
+                    self.resolve(now, id, topic, partitions_count);
+                }
+            }
+            TopicAnswer::NotFound => {
+                state.info = None;
+                let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
+                for id in waiting {
+                    let error = RequestError::TopicNotFound {
+                        stream: topic.stream.clone(),
+                        topic: topic.topic.clone(),
+                    };
+                    self.complete(now, id, Err(error));
+                }
+            }
+            TopicAnswer::Unavailable => {
+                let streak = state.retry_streak;
+                state.retry_streak = streak.saturating_add(1);
+                let wait = self.backoff_for(streak);
+                self.timers
+                    .insert((now + wait, TimerKey::Topic(topic.clone())));
+            }
+        }
+    }
+
+    pub(super) fn retry_topic(&mut self, _now: Instant, topic: TopicKey) {
+        if let Some(state) = self.topics.get_mut(&topic)
+            && !state.waiting.is_empty()
+            && !state.fetch_in_flight
+        {
+            state.fetch_in_flight = true;
+            self.decisions.push_back(Decision::FetchTopic { topic });
+        }
+    }
+
+    /// Forgets a topic's partition count: the next request reads it again.
+    pub(super) fn invalidate_topic(&mut self, topic: &TopicKey) {
+        if let Some(state) = self.topics.get_mut(topic) {
+            debug!(%topic, "partition count invalidated");
+            state.info = None;
+        }
+    }
+
+    /// Chooses the partition of a request whose topic has `count` partitions and puts it in
+    /// that partition's lane.
+    fn resolve(&mut self, now: Instant, id: RequestId, topic: &TopicKey, count: u32) {
+        let Some(pending) = self.pending.get(&id) else {
+            return;
+        };
+        let chosen = match &pending.request {
+            Request::Send(send) => match &send.partitioning {
+                Partitioning::PartitionId(p) => Some(*p),
+                Partitioning::Balanced => {
+                    let state = self.topics.entry(topic.clone()).or_default();
+                    let p = if count == 0 {
+                        None
+                    } else {
+                        Some(state.balanced_cursor % count)
+                    };
+                    state.balanced_cursor = state.balanced_cursor.wrapping_add(1);
+                    p
+                }
+                Partitioning::MessagesKey(key) => resolve_partition(key, count),
+            },
+            Request::StoreOffset(store) => Some(store.partition_id),
+            Request::Poll(poll) => poll.partition_id,
+            Request::Admin(_) => None,
+        };
+        let partition = match chosen {
+            Some(p) if p < count => p,
+            Some(p) => {
+                let error = RequestError::PartitionOutOfRange {
+                    partition: p,
+                    count,
+                };
+                self.complete(now, id, Err(error));
+                return;
+            }
+            None => {
+                let error = RequestError::PartitionOutOfRange {
+                    partition: 0,
+                    count,
+                };
+                self.complete(now, id, Err(error));
+                return;
+            }
+        };
+        // Without routing commands a poll has no primary-gated form (104): any replica
+        // serves a plain poll, so it goes to the coordinator.
+        let plain_poll = matches!(pending.request, Request::Poll(_))
+            && self.routing_commands == RoutingCommands::Unsupported;
+        let Some(pending) = self.pending.get_mut(&id) else {
+            return;
+        };
+        pending.partition = Some(partition);
+        if plain_poll {
+            pending.place = Place::Coordinator;
+            self.decisions.push_back(Decision::Write {
+                request: id,
+                target: Target::Coordinator,
+            });
+            return;
+        }
+        let lane = LaneKey::Partition(PartitionKey {
+            topic: topic.clone(),
+            partition,
+        });
+        pending.place = Place::Lane(lane.clone());
+        self.lanes
+            .entry(lane.clone())
+            .or_insert_with(super::Lane::new)
+            .queue
+            .push_back(id);
+        self.pump_lane(now, &lane);
+    }
+}
