@@ -2,9 +2,10 @@
 
 use bytes::Bytes;
 
+use super::eviction::EvictionHeader;
 use super::header::{
-    COMMAND_EVICTION, COMMAND_REPLY, COMMAND_REQUEST, EvictionHeader, ReplyHeader, RequestHeader,
-    command_byte, size_field,
+    COMMAND_EVICTION, COMMAND_REPLY, COMMAND_REQUEST, ReplyHeader, RequestHeader, command_byte,
+    size_field,
 };
 use super::{HEADER_SIZE, WireError};
 

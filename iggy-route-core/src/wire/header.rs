@@ -3,7 +3,7 @@
 use bytes::{BufMut, BytesMut};
 
 use super::codes::Operation;
-use super::error_code::{ErrorCode, EvictionReason};
+pub use super::reply_header::ReplyHeader;
 use super::{HEADER_SIZE, WireError, len_u32};
 
 /// Command byte of a client request.
@@ -21,12 +21,12 @@ pub fn request_checksum(body: &[u8]) -> u128 {
     u128::from(twox_hash::XxHash3_64::oneshot(body))
 }
 
-fn frame_size(body_len: usize) -> u32 {
+pub(crate) fn frame_size(body_len: usize) -> u32 {
     len_u32(body_len.saturating_add(HEADER_SIZE))
 }
 
 /// Read a fixed-width little-endian field at a known offset of a 256-byte header.
-fn field<const N: usize>(header: &[u8; HEADER_SIZE], offset: usize) -> [u8; N] {
+pub(crate) fn field<const N: usize>(header: &[u8; HEADER_SIZE], offset: usize) -> [u8; N] {
     let mut out = [0u8; N];
     if let Some(src) = header.get(offset..offset + N) {
         out.copy_from_slice(src);
@@ -35,7 +35,7 @@ fn field<const N: usize>(header: &[u8; HEADER_SIZE], offset: usize) -> [u8; N] {
 }
 
 /// Validate the length and command byte, and return the header bytes.
-fn header_bytes(bytes: &[u8], command: u8) -> Result<&[u8; HEADER_SIZE], WireError> {
+pub(crate) fn header_bytes(bytes: &[u8], command: u8) -> Result<&[u8; HEADER_SIZE], WireError> {
     let header: &[u8; HEADER_SIZE] = bytes
         .get(..HEADER_SIZE)
         .and_then(|h| h.try_into().ok())
@@ -51,13 +51,23 @@ fn header_bytes(bytes: &[u8], command: u8) -> Result<&[u8; HEADER_SIZE], WireErr
     Ok(header)
 }
 
-fn operation_at(header: &[u8; HEADER_SIZE], offset: usize) -> Result<Operation, WireError> {
+pub(crate) fn operation_at(
+    header: &[u8; HEADER_SIZE],
+    offset: usize,
+) -> Result<Operation, WireError> {
     let byte = header[offset];
     Operation::from_u8(byte).ok_or(WireError::UnknownOperation { byte })
 }
 
 /// Write the common 128-byte prefix (§1.2).
-fn put_prefix(out: &mut BytesMut, cluster: u128, size: u32, view: u32, command: u8, replica: u8) {
+pub(crate) fn put_prefix(
+    out: &mut BytesMut,
+    cluster: u128,
+    size: u32,
+    view: u32,
+    command: u8,
+    replica: u8,
+) {
     out.put_u128_le(0); // checksum
     out.put_u128_le(0); // checksum_body
     out.put_u128_le(cluster);
@@ -74,6 +84,7 @@ macro_rules! le {
         <$ty>::from_le_bytes(field($h, $off))
     };
 }
+pub(crate) use le;
 
 /// Client-to-server request header (§1.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -214,173 +225,6 @@ pub fn encode_request(template: &RequestHeader, body: &[u8], out: &mut BytesMut)
     out.put_slice(body);
 }
 
-/// Server-to-client reply header (§1.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ReplyHeader {
-    /// Cluster id.
-    pub cluster: u128,
-    /// Total frame size, header included.
-    pub size: u32,
-    /// View.
-    pub view: u32,
-    /// Replica.
-    pub replica: u8,
-    /// Echo of the request's stamp.
-    pub request_checksum: u128,
-    /// Context (0).
-    pub context: u128,
-    /// Echo of the request's client id.
-    pub client: u128,
-    /// Commit op (0 on deny replies).
-    pub op: u64,
-    /// Commit position; the SDK folds it into its metadata watermark.
-    pub commit: u64,
-    /// Timestamp echo.
-    pub timestamp: u64,
-    /// Echo of the request number.
-    pub request: u64,
-    /// Echo of the request's operation; controls body parsing.
-    pub operation: Operation,
-    /// 0 = OK, otherwise an error code with an empty body.
-    pub status: u32,
-}
-
-impl ReplyHeader {
-    /// A reply to `request` carrying `body_len` bytes of body.
-    pub fn for_request(request: &RequestHeader, status: u32, commit: u64, body_len: usize) -> Self {
-        Self {
-            cluster: request.cluster,
-            size: frame_size(body_len),
-            request_checksum: request.request_checksum,
-            client: request.client,
-            commit,
-            request: request.request,
-            operation: request.operation,
-            status,
-            ..Self::default()
-        }
-    }
-
-    /// Body length announced by `size`.
-    pub fn body_len(&self) -> usize {
-        (self.size as usize).saturating_sub(HEADER_SIZE)
-    }
-
-    /// Append exactly 256 bytes.
-    pub fn encode(&self, out: &mut BytesMut) {
-        out.reserve(HEADER_SIZE);
-        put_prefix(
-            out,
-            self.cluster,
-            self.size,
-            self.view,
-            COMMAND_REPLY,
-            self.replica,
-        );
-        out.put_u128_le(self.request_checksum);
-        out.put_u128_le(self.context);
-        out.put_u128_le(self.client);
-        out.put_u64_le(self.op);
-        out.put_u64_le(self.commit);
-        out.put_u64_le(self.timestamp);
-        out.put_u64_le(self.request);
-        out.put_u8(self.operation as u8);
-        out.put_bytes(0, 7);
-        out.put_u32_le(self.status);
-        out.put_bytes(0, 36);
-    }
-
-    /// Decode the first 256 bytes of `bytes`.
-    pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
-        let h = header_bytes(bytes, COMMAND_REPLY)?;
-        Ok(Self {
-            cluster: le!(u128, h, 32),
-            size: le!(u32, h, SIZE_OFFSET),
-            view: le!(u32, h, 52),
-            replica: h[61],
-            request_checksum: le!(u128, h, 128),
-            context: le!(u128, h, 144),
-            client: le!(u128, h, 160),
-            op: le!(u64, h, 176),
-            commit: le!(u64, h, 184),
-            timestamp: le!(u64, h, 192),
-            request: le!(u64, h, 200),
-            operation: operation_at(h, 208)?,
-            status: le!(u32, h, 216),
-        })
-    }
-}
-
-/// Session-terminal eviction, header only (§1.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EvictionHeader {
-    /// Cluster id.
-    pub cluster: u128,
-    /// The evicted client id.
-    pub client: u128,
-    /// Max accepted protocol version (reason 14 only).
-    pub server_protocol_version: u32,
-    /// Min accepted protocol version (reason 14 only).
-    pub server_protocol_version_min: u32,
-    /// Why.
-    pub reason: EvictionReason,
-}
-
-impl Default for EvictionHeader {
-    fn default() -> Self {
-        Self {
-            cluster: 0,
-            client: 0,
-            server_protocol_version: 0,
-            server_protocol_version_min: 0,
-            reason: EvictionReason::NoSession,
-        }
-    }
-}
-
-impl EvictionHeader {
-    /// The error the SDK raises for this eviction, including the degenerate-window
-    /// rule for `IncompatibleProtocol`.
-    pub fn error_code(&self) -> ErrorCode {
-        let degenerate = self.server_protocol_version_min == 0
-            || self.server_protocol_version < self.server_protocol_version_min;
-        if self.reason == EvictionReason::IncompatibleProtocol && degenerate {
-            return ErrorCode::Unauthenticated;
-        }
-        self.reason.error_code()
-    }
-
-    /// Append exactly 256 bytes (`size` is always 256).
-    pub fn encode(&self, out: &mut BytesMut) {
-        out.reserve(HEADER_SIZE);
-        put_prefix(
-            out,
-            self.cluster,
-            HEADER_SIZE as u32,
-            0,
-            COMMAND_EVICTION,
-            0,
-        );
-        out.put_u128_le(self.client);
-        out.put_u32_le(self.server_protocol_version);
-        out.put_u32_le(self.server_protocol_version_min);
-        out.put_bytes(0, 103);
-        out.put_u8(self.reason.as_u8());
-    }
-
-    /// Decode the first 256 bytes of `bytes`.
-    pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
-        let h = header_bytes(bytes, COMMAND_EVICTION)?;
-        Ok(Self {
-            cluster: le!(u128, h, 32),
-            client: le!(u128, h, 128),
-            server_protocol_version: le!(u32, h, 144),
-            server_protocol_version_min: le!(u32, h, 148),
-            reason: EvictionReason::from_u8(h[255]),
-        })
-    }
-}
-
 /// The `size` field of a header prefix, if at least 52 bytes are present.
 pub(crate) fn size_field(bytes: &[u8]) -> Option<u32> {
     let raw: [u8; 4] = bytes.get(SIZE_OFFSET..SIZE_OFFSET + 4)?.try_into().ok()?;
@@ -421,27 +265,6 @@ mod tests {
     }
 
     #[test]
-    fn deny_reply_header_matches_the_section_10_vector() {
-        let request = RequestHeader::new(Operation::SendMessages, 0, 7, 100, 3, 10);
-        let reply = ReplyHeader::for_request(&request, 58, 42, 0);
-        let mut out = BytesMut::new();
-        reply.encode(&mut out);
-        assert_eq!(
-            nonzero(&out),
-            vec![
-                (49, 1),
-                (60, 8),
-                (160, 7),
-                (184, 0x2a),
-                (200, 3),
-                (208, 0xa0),
-                (216, 0x3a)
-            ]
-        );
-        assert_eq!(ReplyHeader::decode(&out).unwrap(), reply);
-    }
-
-    #[test]
     fn code_is_only_carried_by_non_replicated_requests() {
         let mut header = RequestHeader::new(Operation::SendMessages, 101, 1, 1, 1, 0);
         assert_eq!(header.code, 0);
@@ -474,30 +297,6 @@ mod tests {
             &mut out,
         );
         assert_eq!(RequestHeader::decode(&out).unwrap().request_checksum, 0);
-    }
-
-    #[test]
-    fn eviction_round_trips_and_grades_degenerate_windows() {
-        let eviction = EvictionHeader {
-            client: 9,
-            server_protocol_version: 0x2C00,
-            server_protocol_version_min: 0x2C00,
-            reason: EvictionReason::IncompatibleProtocol,
-            ..EvictionHeader::default()
-        };
-        let mut out = BytesMut::new();
-        eviction.encode(&mut out);
-        assert_eq!((out[49], out[60], out[255]), (1, 13, 14));
-        assert_eq!(EvictionHeader::decode(&out).unwrap(), eviction);
-        assert_eq!(
-            eviction.error_code(),
-            ErrorCode::IncompatibleProtocolVersion
-        );
-        let degenerate = EvictionHeader {
-            server_protocol_version_min: 0,
-            ..eviction
-        };
-        assert_eq!(degenerate.error_code(), ErrorCode::Unauthenticated);
     }
 
     #[test]

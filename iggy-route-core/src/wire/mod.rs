@@ -12,7 +12,9 @@
 
 mod cluster;
 pub mod codes;
+mod details;
 mod error_code;
+mod eviction;
 mod frame;
 mod header;
 mod login;
@@ -22,7 +24,9 @@ mod poll;
 mod primitives;
 mod reader;
 mod reply;
+mod reply_header;
 mod topics;
+mod user_headers;
 
 mod batch;
 
@@ -31,11 +35,13 @@ pub use cluster::{
     ClusterMetadata, ClusterNode, ConsumerSession, NodeRole, NodeStatus, PollRouting,
 };
 pub use codes::{Operation, code};
+pub use details::{PartitionInfo, StreamDetails, TopicDetails, TopicSummary};
 pub use error_code::{ErrorCode, EvictionReason};
+pub use eviction::EvictionHeader;
 pub use frame::{Frame, FrameDecoder, decode_one};
 pub use header::{
-    COMMAND_EVICTION, COMMAND_REPLY, COMMAND_REQUEST, EvictionHeader, ReplyHeader, RequestHeader,
-    encode_request, request_checksum,
+    COMMAND_EVICTION, COMMAND_REPLY, COMMAND_REQUEST, ReplyHeader, RequestHeader, encode_request,
+    request_checksum,
 };
 pub use login::{
     LoginRegisterReply, LoginRegisterRequest, LoginRegisterWithPatRequest, PROTOCOL_VERSION,
@@ -46,15 +52,14 @@ pub use offsets::{
     ConsumerOffsetInfo, ConsumerOffsetKey, DeleteConsumerOffsetRequest, StoreConsumerOffsetRequest,
 };
 pub use poll::{PollMessagesReply, PollMessagesRequest, PolledMessage};
-pub use primitives::{
-    Consumer, ConsumerKind, Identifier, Name, PollingStrategy, validate_user_headers,
-};
+pub use primitives::{Consumer, ConsumerKind, Identifier, Name, PollingStrategy};
 pub use reader::Reader;
 pub use reply::{ReplyError, put_result_ok, put_result_rejection, reply_payload, split_result};
 pub use topics::{
     CreatePartitionsRequest, CreateStreamRequest, CreateTopicRequest, GetStreamRequest,
-    GetTopicRequest, PartitionInfo, StreamDetails, TopicDetails, TopicSummary,
+    GetTopicRequest,
 };
+pub use user_headers::validate_user_headers;
 
 /// Size of every consensus header on the wire, in bytes.
 pub const HEADER_SIZE: usize = 256;
