@@ -4,8 +4,9 @@
 
 use iggy_route_core::wire::Name;
 
-use super::catalog::{Lookup, StoredMessage};
+use super::catalog::Lookup;
 use super::driver::TestCluster;
+use super::partition::StoredMessage;
 use super::state::{NodeId, NodeStats};
 
 /// Where [`TestCluster::split_primaries`] put the roles.
@@ -205,7 +206,7 @@ impl TestCluster {
             .ok()?;
         found
             .offsets
-            .get(&super::catalog::OffsetOwner::ConsumerId(consumer))
+            .get(&super::partition::OffsetOwner::ConsumerId(consumer))
             .copied()
     }
 

@@ -14,10 +14,10 @@ use iggy_route_core::wire::{
     SendMessagesReply, SendMessagesRequest, encode_batch,
 };
 
-use super::catalog::{NewMessage, StoredMessage};
 use super::handlers_metadata::lookup;
 use super::node::NodeConnection;
 use super::outcome::Outcome;
+use super::partition::{NewMessage, StoredMessage};
 use super::state::ClusterState;
 use super::target::{offset_owner, resolve};
 
@@ -186,4 +186,186 @@ fn encode_poll_reply(partition_id: u32, current_offset: u64, messages: &[StoredM
         );
     }
     out.freeze()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::catalog::Lookup;
+    use super::super::testkit::{Client, cluster, poll_body, seed_topic, send_body};
+    use super::*;
+    use iggy_route_core::wire::{Operation, PollMessagesReply, code};
+
+    #[test]
+    fn only_the_primary_admits_a_send_and_offsets_follow_the_order() {
+        let mut state = cluster(2);
+        let (stream, topic) = seed_topic(&mut state, 2);
+        state
+            .catalog
+            .partition_mut(Lookup::Id(stream), Lookup::Id(topic), 1)
+            .unwrap()
+            .primary = 1;
+        let mut on_node0 = Client::signed_in(&mut state, 0, 1);
+        let refused = on_node0.write(
+            &mut state,
+            Operation::SendMessages,
+            send_body(stream, topic, 1, &["x"]),
+        );
+        assert_eq!(refused.status(), 58);
+        assert_eq!(refused.header().size, 256, "a refusal has an empty body");
+        assert_eq!(state.stats(0).refusals, 1);
+
+        let mut on_node1 = Client::signed_in(&mut state, 1, 2);
+        for (payloads, base) in [(&["a", "b"][..], 0), (&["c"][..], 2)] {
+            let answer = on_node1.write(
+                &mut state,
+                Operation::SendMessages,
+                send_body(stream, topic, 1, payloads),
+            );
+            let reply = SendMessagesReply::decode(&answer.body()).unwrap();
+            assert_eq!(
+                reply.confirmations,
+                vec![SendConfirmation {
+                    stream_id: stream,
+                    topic_id: topic,
+                    partition_id: 1,
+                    base_offset: base
+                }]
+            );
+        }
+        let target = (Lookup::Id(stream), Lookup::Id(topic));
+        let log = &state.catalog.partition(target.0, target.1, 1).unwrap().log;
+        let stored: Vec<(u64, &[u8])> =
+            log.iter().map(|m| (m.offset, m.payload.as_ref())).collect();
+        assert_eq!(stored, vec![(0, &b"a"[..]), (1, &b"b"[..]), (2, &b"c"[..])]);
+    }
+
+    #[test]
+    fn a_replayed_send_is_acknowledged_without_a_second_append() {
+        let mut state = cluster(1);
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        let header = RequestHeader::new(Operation::SendMessages, 0, 1, client.session, 7, 0);
+        let body = send_body(stream, topic, 0, &["once"]);
+        let header = RequestHeader {
+            size: 256 + body.len() as u32,
+            ..header
+        };
+        let first = client.send_frame(&mut state, header, body.clone());
+        assert!(!first.body().is_empty());
+        let replay = client.send_frame(&mut state, header, body);
+        assert!(
+            replay.body().is_empty(),
+            "the duplicate gets the empty success"
+        );
+        let partition = state
+            .catalog
+            .partition(Lookup::Id(stream), Lookup::Id(topic), 0)
+            .unwrap();
+        assert_eq!(partition.log.len(), 1);
+    }
+
+    #[test]
+    fn any_node_serves_a_poll_but_only_the_primary_commits_it() {
+        let mut state = cluster(2);
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut writer = Client::signed_in(&mut state, 0, 1);
+        writer.write(
+            &mut state,
+            Operation::SendMessages,
+            send_body(stream, topic, 0, &["a", "b"]),
+        );
+        let mut reader = Client::signed_in(&mut state, 1, 2);
+        let body = reader
+            .read(
+                &mut state,
+                code::POLL_MESSAGES,
+                poll_body(stream, topic, 0, true),
+            )
+            .body();
+        let reply = PollMessagesReply::decode(&body).unwrap();
+        assert_eq!(
+            reply.messages.iter().map(|m| m.offset).collect::<Vec<_>>(),
+            vec![0, 1]
+        );
+        assert_eq!(reply.current_offset, 1);
+        let partition = state
+            .catalog
+            .partition(Lookup::Id(stream), Lookup::Id(topic), 0)
+            .unwrap();
+        assert!(
+            partition.offsets.is_empty(),
+            "a backup-served poll does not commit"
+        );
+        writer.read(
+            &mut state,
+            code::POLL_MESSAGES,
+            poll_body(stream, topic, 0, true),
+        );
+        let partition = state
+            .catalog
+            .partition(Lookup::Id(stream), Lookup::Id(topic), 0)
+            .unwrap();
+        assert_eq!(
+            partition.offsets.values().copied().collect::<Vec<_>>(),
+            vec![1]
+        );
+    }
+
+    #[test]
+    fn poll_on_primary_needs_an_attachment_and_the_primary() {
+        let mut state = cluster(2);
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut data = Client::signed_in(&mut state, 1, 1);
+        let unattached = data.read(
+            &mut state,
+            code::POLL_MESSAGES_ON_PRIMARY,
+            poll_body(stream, topic, 0, true),
+        );
+        assert_eq!(unattached.status(), ErrorCode::Unauthenticated.as_u32());
+        data.connection.attachment = Some(super::super::node::Attachment {
+            client_id: 1,
+            session: data.session,
+        });
+        let not_primary = data.read(
+            &mut state,
+            code::POLL_MESSAGES_ON_PRIMARY,
+            poll_body(stream, topic, 0, true),
+        );
+        assert_eq!(not_primary.status(), 58);
+        let mut on_primary = Client::signed_in(&mut state, 0, 2);
+        on_primary.connection.attachment = data.connection.attachment;
+        let served = on_primary.read(
+            &mut state,
+            code::POLL_MESSAGES_ON_PRIMARY,
+            poll_body(stream, topic, 0, true),
+        );
+        assert_eq!(served.status(), 0);
+        let no_commit = on_primary.read(
+            &mut state,
+            code::POLL_MESSAGES_ON_PRIMARY,
+            poll_body(stream, topic, 0, false),
+        );
+        assert_eq!(no_commit.status(), ErrorCode::InvalidCommand.as_u32());
+    }
+
+    #[test]
+    fn sends_to_unknown_partitions_are_resource_not_found() {
+        let mut state = cluster(1);
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        for body in [
+            send_body(stream, topic, 5, &["x"]),
+            send_body(9, topic, 0, &["x"]),
+        ] {
+            let answer = client.write(&mut state, Operation::SendMessages, body);
+            assert_eq!(answer.status(), ErrorCode::ResourceNotFound.as_u32());
+        }
+        let garbage = client.write(
+            &mut state,
+            Operation::SendMessages,
+            Bytes::from_static(b"\x01"),
+        );
+        assert_eq!(garbage.status(), ErrorCode::InvalidFormat.as_u32());
+    }
 }

@@ -247,3 +247,111 @@ fn encode_topic(topic: &Topic) -> BytesMut {
     details.encode(&mut out);
     out
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::testkit::{Client, cluster, encode};
+    use super::*;
+    use iggy_route_core::wire::{Operation, code};
+
+    fn create_stream_body(name: &str) -> bytes::Bytes {
+        let request = CreateStreamRequest {
+            name: Name::new(name).unwrap(),
+        };
+        encode(|out| request.encode(out))
+    }
+
+    #[test]
+    fn the_roster_names_every_node_with_one_leader() {
+        let mut state = cluster(3);
+        state.set_node_addr(1, "127.0.0.1:4001".parse().unwrap());
+        state.set_metadata_leader(1);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        let body = client
+            .read(&mut state, code::GET_CLUSTER_METADATA, bytes::Bytes::new())
+            .body();
+        let metadata = ClusterMetadata::decode(&body).unwrap();
+        assert_eq!(metadata.nodes.len(), 3);
+        let leader = metadata.leader().unwrap();
+        assert_eq!((leader.ip.as_str(), leader.tcp_port), ("127.0.0.1", 4001));
+        let leaders = metadata
+            .nodes
+            .iter()
+            .filter(|n| n.role == NodeRole::Leader)
+            .count();
+        assert_eq!(leaders, 1);
+    }
+
+    #[test]
+    fn metadata_writes_are_admitted_only_on_the_leader() {
+        let mut state = cluster(2);
+        let mut follower = Client::signed_in(&mut state, 1, 1);
+        let refused = follower.write(&mut state, Operation::CreateStream, create_stream_body("s"));
+        assert_eq!(refused.result_code(), 58);
+        assert_eq!(state.stats(1).refusals, 1);
+        assert!(state.catalog.stream(Lookup::Name("s")).is_none());
+
+        let mut leader = Client::signed_in(&mut state, 0, 2);
+        let before = state.commit();
+        let created = leader.write(&mut state, Operation::CreateStream, create_stream_body("s"));
+        assert_eq!(created.result_code(), 0);
+        assert_eq!(created.header().commit, before + 1);
+        let details = StreamDetails::decode(&created.result_payload()).unwrap();
+        assert_eq!((details.id, details.name.as_str()), (1, "s"));
+        let again = leader.write(&mut state, Operation::CreateStream, create_stream_body("s"));
+        assert_eq!(
+            again.result_code(),
+            ErrorCode::StreamNameAlreadyExists.as_u32()
+        );
+    }
+
+    #[test]
+    fn new_partitions_start_on_the_current_metadata_leader() {
+        let mut state = cluster(3);
+        let (stream, topic) = super::super::testkit::seed_topic(&mut state, 1);
+        state.set_metadata_leader(2);
+        let mut client = Client::signed_in(&mut state, 2, 1);
+        let request = CreatePartitionsRequest {
+            stream: Identifier::Numeric(stream),
+            topic: Identifier::Numeric(topic),
+            partitions_count: 1,
+        };
+        let answer = client.write(
+            &mut state,
+            Operation::CreatePartitions,
+            encode(|o| request.encode(o)),
+        );
+        assert_eq!(answer.result_code(), 0);
+        let topic = state
+            .catalog
+            .topic(Lookup::Id(stream), Lookup::Id(topic))
+            .unwrap();
+        let primaries: Vec<NodeId> = topic.partitions.iter().map(|p| p.primary).collect();
+        assert_eq!(primaries, vec![0, 2]);
+    }
+
+    #[test]
+    fn get_stream_and_topic_answer_an_empty_body_when_missing() {
+        let mut state = cluster(1);
+        let (stream, topic) = super::super::testkit::seed_topic(&mut state, 2);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        let missing = GetStreamRequest {
+            stream: Identifier::Numeric(9),
+        };
+        let body = client
+            .read(&mut state, code::GET_STREAM, encode(|o| missing.encode(o)))
+            .body();
+        assert!(body.is_empty());
+        let found = GetTopicRequest {
+            stream: Identifier::Numeric(stream),
+            topic: Identifier::Numeric(topic),
+        };
+        let body = client
+            .read(&mut state, code::GET_TOPIC, encode(|o| found.encode(o)))
+            .body();
+        let details = TopicDetails::decode(&body).unwrap();
+        assert_eq!(details.partitions.len(), 2);
+        assert_eq!(details.summary.partitions_count, 2);
+    }
+}

@@ -109,3 +109,99 @@ pub(super) fn write(
     }
     Outcome::result_ok(&[], commit)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::catalog::Lookup;
+    use super::super::testkit::{Client, cluster, encode, seed_topic, send_body};
+    use super::*;
+    use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, Operation, code};
+
+    fn key(stream: u32, topic: u32) -> ConsumerOffsetKey {
+        ConsumerOffsetKey {
+            consumer: Consumer {
+                kind: ConsumerKind::Consumer,
+                id: Identifier::Numeric(3),
+            },
+            stream: Identifier::Numeric(stream),
+            topic: Identifier::Numeric(topic),
+            partition_id: Some(0),
+        }
+    }
+
+    fn store(stream: u32, topic: u32, offset: u64) -> bytes::Bytes {
+        let request = StoreConsumerOffsetRequest {
+            key: key(stream, topic),
+            offset,
+        };
+        encode(|out| request.encode(out))
+    }
+
+    #[test]
+    fn offset_writes_are_primary_gated_on_the_status_channel() {
+        let mut state = cluster(2);
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut primary = Client::signed_in(&mut state, 0, 1);
+        primary.write(
+            &mut state,
+            Operation::SendMessages,
+            send_body(stream, topic, 0, &["a", "b"]),
+        );
+        let mut backup = Client::signed_in(&mut state, 1, 2);
+        let refused = backup.write(
+            &mut state,
+            Operation::StoreConsumerOffset,
+            store(stream, topic, 1),
+        );
+        assert_eq!(refused.status(), 58);
+
+        let stored = primary.write(
+            &mut state,
+            Operation::StoreConsumerOffset,
+            store(stream, topic, 1),
+        );
+        assert_eq!(stored.body().as_ref(), &[0, 0, 0, 0]);
+        let too_far = primary.write(
+            &mut state,
+            Operation::StoreConsumerOffset,
+            store(stream, topic, 9),
+        );
+        assert_eq!(too_far.status(), ErrorCode::InvalidOffset.as_u32());
+
+        let body = backup.read(
+            &mut state,
+            code::GET_CONSUMER_OFFSET,
+            encode(|o| key(stream, topic).encode(o)),
+        );
+        let info = ConsumerOffsetInfo::decode(&body.body()).unwrap().unwrap();
+        assert_eq!((info.current_offset, info.stored_offset), (1, 1));
+    }
+
+    #[test]
+    fn deleting_a_missing_offset_is_consumer_offset_not_found() {
+        let mut state = cluster(1);
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        let delete = DeleteConsumerOffsetRequest {
+            key: key(stream, topic),
+        };
+        let body = encode(|out| delete.encode(out));
+        let answer = client.write(&mut state, Operation::DeleteConsumerOffset, body.clone());
+        assert_eq!(answer.status(), ErrorCode::ConsumerOffsetNotFound.as_u32());
+        state
+            .catalog
+            .partition_mut(Lookup::Id(stream), Lookup::Id(topic), 0)
+            .unwrap()
+            .offsets
+            .insert(super::super::partition::OffsetOwner::ConsumerId(3), 0);
+        let answer = client.write(&mut state, Operation::DeleteConsumerOffset, body);
+        assert_eq!(answer.result_code(), 0);
+        let empty = client.read(
+            &mut state,
+            code::GET_CONSUMER_OFFSET,
+            encode(|o| key(stream, topic).encode(o)),
+        );
+        assert!(empty.body().is_empty());
+    }
+}

@@ -95,3 +95,125 @@ pub(super) fn attach(
         .max(parent.session);
     Outcome::empty(commit)
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::catalog::Lookup;
+    use super::super::testkit::{Client, cluster, encode, poll_body, seed_topic};
+    use super::*;
+    use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier};
+
+    fn offset_key(stream: u32, topic: u32, partition: u32) -> bytes::Bytes {
+        let key = ConsumerOffsetKey {
+            consumer: Consumer {
+                kind: ConsumerKind::Consumer,
+                id: Identifier::Numeric(1),
+            },
+            stream: Identifier::Numeric(stream),
+            topic: Identifier::Numeric(topic),
+            partition_id: Some(partition),
+        };
+        encode(|out| key.encode(out))
+    }
+
+    #[test]
+    fn routing_names_the_primary_and_the_callers_own_session() {
+        let mut state = cluster(3);
+        state.set_node_addr(2, "127.0.0.1:4002".parse().unwrap());
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let partition = state
+            .catalog
+            .partition_mut(Lookup::Id(stream), Lookup::Id(topic), 0);
+        partition.unwrap().primary = 2;
+        let mut coordinator = Client::signed_in(&mut state, 0, 77);
+        for (command, body) in [
+            (code::GET_POLL_ROUTING, poll_body(stream, topic, 0, true)),
+            (
+                code::GET_CONSUMER_OFFSET_ROUTING,
+                offset_key(stream, topic, 0),
+            ),
+        ] {
+            let reply = coordinator.read(&mut state, command, body).body();
+            let routing = PollRouting::decode(&reply).unwrap();
+            assert_eq!(routing.consumer_session.client_id, 77);
+            assert_eq!(routing.consumer_session.session, coordinator.session);
+            assert!(routing.consumer_session.metadata_watermark >= coordinator.session);
+            assert_eq!(
+                (routing.primary.tcp_port, routing.primary.role),
+                (4002, NodeRole::Leader)
+            );
+        }
+    }
+
+    #[test]
+    fn routing_refuses_bad_bodies_and_missing_partitions() {
+        let mut state = cluster(1);
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        let manual = client.read(
+            &mut state,
+            code::GET_POLL_ROUTING,
+            poll_body(stream, topic, 0, false),
+        );
+        assert_eq!(manual.status(), ErrorCode::InvalidCommand.as_u32());
+        let missing = client.read(
+            &mut state,
+            code::GET_POLL_ROUTING,
+            poll_body(stream, topic, 4, true),
+        );
+        assert_eq!(missing.status(), ErrorCode::PartitionNotFound.as_u32());
+        let missing = client.read(
+            &mut state,
+            code::GET_CONSUMER_OFFSET_ROUTING,
+            offset_key(9, 1, 0),
+        );
+        assert_eq!(missing.status(), ErrorCode::StreamIdNotFound.as_u32());
+    }
+
+    #[test]
+    fn attach_checks_parent_epoch_and_user_cluster_wide() {
+        let mut state = cluster(2);
+        let other_user = state.add_user("other", "secret");
+        let parent = Client::signed_in(&mut state, 0, 10);
+        let mut data = Client::signed_in(&mut state, 1, 11);
+        let attach_body = |session: u64| {
+            let body = ConsumerSession {
+                client_id: 10,
+                session,
+                metadata_watermark: 0,
+            };
+            encode(|out| body.encode(out))
+        };
+        let stale = data.read(
+            &mut state,
+            code::ATTACH_CONSUMER_SESSION,
+            attach_body(parent.session + 1),
+        );
+        assert_eq!(stale.status(), ErrorCode::StaleClient.as_u32());
+        let attached = data.read(
+            &mut state,
+            code::ATTACH_CONSUMER_SESSION,
+            attach_body(parent.session),
+        );
+        assert!(attached.body().is_empty());
+        assert_eq!(data.connection.attachment().unwrap().client_id, 10);
+
+        let mut stranger = Client::open(&mut state, 1, 12);
+        let anonymous = stranger.read(
+            &mut state,
+            code::ATTACH_CONSUMER_SESSION,
+            attach_body(parent.session),
+        );
+        assert_eq!(anonymous.status(), ErrorCode::Unauthenticated.as_u32());
+        stranger.login(&mut state, "other", "secret");
+        stranger.session = state.session(12).unwrap().session;
+        assert_eq!(state.session(12).unwrap().user_id, other_user);
+        let wrong_user = stranger.read(
+            &mut state,
+            code::ATTACH_CONSUMER_SESSION,
+            attach_body(parent.session),
+        );
+        assert_eq!(wrong_user.status(), ErrorCode::StaleClient.as_u32());
+    }
+}

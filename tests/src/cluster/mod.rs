@@ -19,17 +19,18 @@ mod handlers_offsets;
 mod handlers_routing;
 mod node;
 mod outcome;
+mod partition;
 mod state;
 mod target;
+#[cfg(test)]
+mod testkit;
 
-pub use catalog::{
-    Catalog, CatalogError, Lookup, MAX_PARTITIONS_PER_TOPIC, NewMessage, OffsetOwner, Partition,
-    StoredMessage, Stream, Topic,
-};
+pub use catalog::{Catalog, CatalogError, Lookup, MAX_PARTITIONS_PER_TOPIC, Stream, Topic};
 pub use control::SplitPrimaries;
 pub use driver::TestCluster;
 pub use node::{Attachment, Binding, NodeConnection};
 pub use outcome::Outcome;
+pub use partition::{NewMessage, OffsetOwner, Partition, StoredMessage};
 pub use state::{
     ClusterConfig, ClusterState, NodeId, NodeInfo, NodeStats, ROOT_PASSWORD, ROOT_USER_ID,
     ROOT_USERNAME, SessionRecord, User,

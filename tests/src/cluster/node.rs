@@ -370,3 +370,99 @@ fn login_reply(binding: Binding, commit: u64) -> Outcome {
 fn server_version() -> Name {
     Name::new(SDK_VERSION).expect("SDK_VERSION is a valid 6-byte name")
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::super::testkit::{Answer, Client, cluster};
+    use super::*;
+
+    #[test]
+    fn login_binds_a_fresh_session_per_connection_and_moves_the_commit() {
+        let mut state = cluster(2);
+        let first = Client::signed_in(&mut state, 0, 1);
+        let second = Client::signed_in(&mut state, 1, 2);
+        assert!(first.session > 0 && second.session > first.session);
+        assert_eq!(state.commit(), second.session);
+        assert_eq!((state.stats(0).logins, state.stats(1).logins), (1, 1));
+        assert_eq!(state.session(2).unwrap().user_id, 1);
+    }
+
+    #[test]
+    fn a_bad_password_is_evicted_with_invalid_credentials() {
+        let mut state = cluster(1);
+        let mut client = Client::open(&mut state, 0, 1);
+        let Answer::Evicted(eviction) = client.login(&mut state, "iggy", "nope") else {
+            panic!("expected an eviction");
+        };
+        assert_eq!(eviction.reason, EvictionReason::InvalidCredentials);
+        assert_eq!(state.stats(0).login_failures, 1);
+        assert_eq!(state.live_sessions(), 0);
+    }
+
+    #[test]
+    fn ping_works_before_login_and_other_reads_need_it() {
+        let mut state = cluster(1);
+        let mut client = Client::open(&mut state, 0, 1);
+        assert_eq!(
+            client.read(&mut state, code::PING, Bytes::new()).status(),
+            0
+        );
+        let metadata = client.read(&mut state, code::GET_CLUSTER_METADATA, Bytes::new());
+        assert_eq!(metadata.status(), ErrorCode::Unauthenticated.as_u32());
+        assert_eq!(state.stats(0).requests(code::PING), 1);
+    }
+
+    #[test]
+    fn unknown_codes_and_disabled_routing_commands_are_invalid_commands() {
+        let mut state = cluster(1);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        assert_eq!(client.read(&mut state, 9999, Bytes::new()).status(), 3);
+        state.set_routing_commands(false);
+        for command in [14, 103, 104, 123] {
+            assert_eq!(client.read(&mut state, command, Bytes::new()).status(), 3);
+        }
+    }
+
+    #[test]
+    fn invalid_headers_are_dropped_without_a_reply() {
+        let mut state = cluster(1);
+        let mut client = Client::open(&mut state, 0, 0);
+        assert!(matches!(
+            client.read(&mut state, code::PING, Bytes::new()),
+            Answer::Dropped
+        ));
+        let mut client = Client::signed_in(&mut state, 0, 5);
+        client.session = 0;
+        let answer = client.write(&mut state, Operation::Logout, Bytes::new());
+        assert!(matches!(answer, Answer::Dropped));
+    }
+
+    #[test]
+    fn replicated_ops_without_a_session_are_evicted() {
+        let mut state = cluster(1);
+        let mut client = Client::open(&mut state, 0, 1);
+        client.session = 9;
+        let Answer::Evicted(eviction) = client.write(&mut state, Operation::Logout, Bytes::new())
+        else {
+            panic!("expected an eviction");
+        };
+        assert_eq!(eviction.reason, EvictionReason::NoSession);
+    }
+
+    #[test]
+    fn logout_and_close_end_the_session() {
+        let mut state = cluster(1);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        let before = state.commit();
+        let answer = client.write(&mut state, Operation::Logout, Bytes::new());
+        assert_eq!(answer.header().commit, before + 1);
+        assert_eq!(state.session(1), None);
+        let mut other = Client::signed_in(&mut state, 0, 2);
+        assert_eq!(state.stats(0).open_connections, 2);
+        other.connection.close(&mut state);
+        other.connection.close(&mut state);
+        assert_eq!(state.session(2), None);
+        assert_eq!(state.stats(0).open_connections, 1);
+    }
+}

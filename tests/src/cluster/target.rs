@@ -3,8 +3,9 @@
 
 use iggy_route_core::wire::{Consumer, ConsumerKind, ErrorCode, Identifier};
 
-use super::catalog::{Lookup, OffsetOwner, Partition};
+use super::catalog::Lookup;
 use super::handlers_metadata::lookup;
+use super::partition::{OffsetOwner, Partition};
 use super::state::ClusterState;
 
 /// A resolved partition, by numeric ids.

@@ -1,0 +1,185 @@
+//! One partition of the test cluster: its primary, its append-only log, its consumer
+//! offsets and the request ids it has committed (for same-connection replay dedup).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::Bytes;
+
+use super::state::NodeId;
+
+/// How many committed request ids the partition dedup remembers per client: the real
+/// server keeps a 128-bit window (protocol §13.5).
+const DEDUP_WINDOW: usize = 128;
+
+/// Who owns a consumer offset: a consumer or a consumer group, by id or name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OffsetOwner {
+    /// A single consumer with a numeric id.
+    ConsumerId(u32),
+    /// A single consumer with a string id.
+    ConsumerName(String),
+    /// A consumer group with a numeric id.
+    GroupId(u32),
+    /// A consumer group with a string id.
+    GroupName(String),
+}
+
+/// One message as the partition log stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMessage {
+    /// Offset in the partition, assigned in order of admission.
+    pub offset: u64,
+    /// The message id the producer sent.
+    pub id: u128,
+    /// Server timestamp (µs) of the batch that carried it.
+    pub timestamp: u64,
+    /// Producer timestamp (µs).
+    pub origin_timestamp: u64,
+    /// Payload bytes.
+    pub payload: Bytes,
+    /// Raw user-header TLV bytes (may be empty).
+    pub user_headers: Bytes,
+}
+
+/// A message handed to [`Partition::append`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// Producer-chosen id.
+    pub id: u128,
+    /// Producer timestamp (µs).
+    pub origin_timestamp: u64,
+    /// Payload bytes.
+    pub payload: Bytes,
+    /// Raw user-header TLV bytes.
+    pub user_headers: Bytes,
+}
+
+/// One partition: its primary, its log and its consumer offsets.
+#[derive(Debug, Clone)]
+pub struct Partition {
+    /// 0-based partition id.
+    pub id: u32,
+    /// Creation time (µs).
+    pub created_at: u64,
+    /// The node that admits writes and primary-only polls for this partition.
+    pub primary: NodeId,
+    /// The append-only log.
+    pub log: Vec<StoredMessage>,
+    /// Stored consumer offsets.
+    pub offsets: BTreeMap<OffsetOwner, u64>,
+    /// Committed request ids per client id, for same-connection replay dedup (§13.5).
+    committed_requests: BTreeMap<u128, BTreeSet<u64>>,
+}
+
+impl Partition {
+    pub(super) fn new(id: u32, created_at: u64, primary: NodeId) -> Self {
+        Self {
+            id,
+            created_at,
+            primary,
+            log: Vec::new(),
+            offsets: BTreeMap::new(),
+            committed_requests: BTreeMap::new(),
+        }
+    }
+
+    /// The offset the next message gets.
+    pub fn next_offset(&self) -> u64 {
+        self.log.len() as u64
+    }
+
+    /// The offset of the last message, 0 for an empty log (as the server reports it).
+    pub fn current_offset(&self) -> u64 {
+        self.next_offset().saturating_sub(1)
+    }
+
+    /// Sum of payload and header bytes, a stand-in for the on-disk size.
+    pub fn size_bytes(&self) -> u64 {
+        self.log
+            .iter()
+            .map(|message| (message.payload.len() + message.user_headers.len()) as u64)
+            .sum()
+    }
+
+    /// Append a batch stamped with `timestamp`; returns the base offset.
+    pub fn append(&mut self, timestamp: u64, messages: Vec<NewMessage>) -> u64 {
+        let base_offset = self.next_offset();
+        for (index, message) in messages.into_iter().enumerate() {
+            self.log.push(StoredMessage {
+                offset: base_offset + index as u64,
+                id: message.id,
+                timestamp,
+                origin_timestamp: message.origin_timestamp,
+                payload: message.payload,
+                user_headers: message.user_headers,
+            });
+        }
+        base_offset
+    }
+
+    /// Record that `(client, request)` committed here. Returns false when it already had:
+    /// a replay that must not be appended twice.
+    pub fn record_request(&mut self, client: u128, request: u64) -> bool {
+        let seen = self.committed_requests.entry(client).or_default();
+        if !seen.insert(request) {
+            return false;
+        }
+        while seen.len() > DEDUP_WINDOW {
+            seen.pop_first();
+        }
+        true
+    }
+
+    /// Messages from `start` on, at most `count`.
+    pub fn read(&self, start: u64, count: u32) -> &[StoredMessage] {
+        let start = usize::try_from(start)
+            .unwrap_or(usize::MAX)
+            .min(self.log.len());
+        let end = start.saturating_add(count as usize).min(self.log.len());
+        &self.log[start..end]
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn message(payload: &'static [u8]) -> NewMessage {
+        NewMessage {
+            id: 1,
+            origin_timestamp: 5,
+            payload: Bytes::from_static(payload),
+            user_headers: Bytes::new(),
+        }
+    }
+
+    #[test]
+    fn append_assigns_offsets_in_order_and_read_is_bounded() {
+        let mut partition = Partition::new(0, 1, 0);
+        assert_eq!(partition.append(10, vec![message(b"a"), message(b"b")]), 0);
+        assert_eq!(partition.append(11, vec![message(b"c")]), 2);
+        assert_eq!(partition.current_offset(), 2);
+        let offsets: Vec<u64> = partition.read(1, 10).iter().map(|m| m.offset).collect();
+        assert_eq!(offsets, vec![1, 2]);
+        assert!(partition.read(u64::MAX, u32::MAX).is_empty());
+    }
+
+    #[test]
+    fn a_replayed_request_is_recognised() {
+        let mut partition = Partition::new(0, 1, 0);
+        assert!(partition.record_request(7, 1));
+        assert!(!partition.record_request(7, 1));
+        assert!(partition.record_request(8, 1));
+    }
+
+    #[test]
+    fn the_dedup_window_is_bounded() {
+        let mut partition = Partition::new(0, 1, 0);
+        for request in 1..=1000 {
+            assert!(partition.record_request(7, request));
+        }
+        assert!(!partition.record_request(7, 1000));
+        assert!(partition.record_request(7, 1), "aged out of the window");
+    }
+}
