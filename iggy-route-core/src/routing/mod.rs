@@ -25,6 +25,9 @@ pub(crate) use inputs::is_not_found;
 pub(crate) mod lane;
 mod topics;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,200 @@
+//! A tiny in-memory cluster that answers the router's frames, for transcript tests of the
+//! outer face. Deliberately minimal: the full node model lives in the tests crate.
+
+use std::collections::BTreeMap;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::ids::LinkId;
+use crate::partitioning::Partitioning;
+use crate::wire::Name;
+use crate::wire::{
+    ClusterMetadata, ClusterNode, ConsumerSession, Frame, LoginRegisterReply, NodeRole, NodeStatus,
+    Operation, PROTOCOL_VERSION, PartitionInfo, PollMessagesRequest, PollRouting, ReplyHeader,
+    RequestHeader, SendConfirmation, SendMessagesReply, SendMessagesRequest, TopicDetails,
+    TopicSummary, code, decode_one, put_result_ok,
+};
+
+pub(super) fn addr(node: usize) -> String {
+    format!("127.0.0.1:{}", 9000 + node)
+}
+
+#[derive(Debug)]
+pub(super) struct FakeCluster {
+    pub(super) nodes: usize,
+    pub(super) leader: usize,
+    pub(super) partitions: u32,
+    /// Primary node of each partition of topic 1/1.
+    pub(super) primaries: Vec<usize>,
+    /// Answer 103 with InvalidCommand, as servers without routing commands do.
+    pub(super) routing_commands: bool,
+    pub(super) next_session: u64,
+    /// Per partition: offsets assigned so far.
+    pub(super) logs: BTreeMap<u32, u64>,
+    pub(super) logins: usize,
+    pub(super) refusals: usize,
+}
+
+impl FakeCluster {
+    pub(super) fn new(nodes: usize, primaries: Vec<usize>) -> Self {
+        Self {
+            nodes,
+            leader: 0,
+            partitions: u32::try_from(primaries.len()).unwrap_or(0),
+            primaries,
+            routing_commands: true,
+            next_session: 100,
+            logs: BTreeMap::new(),
+            logins: 0,
+            refusals: 0,
+        }
+    }
+
+    /// The reply to one request frame received by `node`, and a short name for the request.
+    pub(super) fn answer(&mut self, node: usize, frame: &[u8]) -> (String, Bytes) {
+        let Ok(Frame::Request { header, body }) = decode_one(frame) else {
+            panic!("router sent something that is not one request frame");
+        };
+        let mut out = BytesMut::new();
+        let (name, status, commit) = match header.operation {
+            Operation::Register => {
+                self.logins += 1;
+                self.next_session += 1;
+                put_result_ok(&mut out);
+                LoginRegisterReply {
+                    user_id: 1,
+                    session: self.next_session,
+                    server_protocol_version: PROTOCOL_VERSION,
+                    server_version: Name::new("0.11.0").unwrap_or_else(|_| unreachable!()),
+                }
+                .encode(&mut out);
+                ("LOGIN".to_owned(), 0, self.next_session)
+            }
+            Operation::SendMessages => {
+                let request = SendMessagesRequest::decode(&body).unwrap_or_else(|e| panic!("{e}"));
+                let Partitioning::PartitionId(p) = request.partitioning else {
+                    panic!("the router must resolve partitions itself");
+                };
+                if self.primaries[p as usize] == node {
+                    let offset = self.logs.entry(p).or_insert(0);
+                    let base = *offset;
+                    *offset += request.messages.len() as u64;
+                    SendMessagesReply {
+                        confirmations: vec![SendConfirmation {
+                            stream_id: 1,
+                            topic_id: 1,
+                            partition_id: p,
+                            base_offset: base,
+                        }],
+                    }
+                    .encode(&mut out);
+                    (format!("SEND p{p}"), 0, 0)
+                } else {
+                    self.refusals += 1;
+                    (format!("SEND p{p} REFUSED"), 58, 0)
+                }
+            }
+            Operation::NonReplicated => self.read(node, &header, &body, &mut out),
+            other => panic!("unexpected operation {other:?}"),
+        };
+        let reply = ReplyHeader::for_request(&header, status, commit, out.len());
+        let mut frame = BytesMut::new();
+        reply.encode(&mut frame);
+        frame.extend_from_slice(&out);
+        (name, frame.freeze())
+    }
+
+    fn read(
+        &mut self,
+        node: usize,
+        header: &RequestHeader,
+        body: &[u8],
+        out: &mut BytesMut,
+    ) -> (String, u32, u64) {
+        match header.code {
+            code::PING => ("PING".to_owned(), 0, 0),
+            code::GET_CLUSTER_METADATA => {
+                ClusterMetadata {
+                    name: "fake".to_owned(),
+                    nodes: (0..self.nodes)
+                        .map(|n| self.node(n, n == self.leader))
+                        .collect(),
+                }
+                .encode(out);
+                ("ROSTER".to_owned(), 0, 0)
+            }
+            code::GET_TOPIC => {
+                self.topic().encode(out);
+                ("GET_TOPIC".to_owned(), 0, 0)
+            }
+            code::GET_POLL_ROUTING => {
+                if !self.routing_commands {
+                    return ("ROUTE? unsupported".to_owned(), 3, 0);
+                }
+                let request = PollMessagesRequest::decode(body).unwrap_or_else(|e| panic!("{e}"));
+                let p = request.partition_id.unwrap_or(0);
+                let primary = self.primaries[p as usize];
+                PollRouting {
+                    consumer_session: ConsumerSession {
+                        client_id: header.client,
+                        session: header.session,
+                        metadata_watermark: 0,
+                    },
+                    primary: self.node(primary, true),
+                }
+                .encode(out);
+                (format!("ROUTE? p{p} -> node{primary}"), 0, 0)
+            }
+            other => {
+                let _ = node;
+                (format!("code {other}"), 3, 0)
+            }
+        }
+    }
+
+    fn node(&self, n: usize, leader: bool) -> ClusterNode {
+        ClusterNode {
+            name: format!("node{n}"),
+            ip: "127.0.0.1".to_owned(),
+            tcp_port: u16::try_from(9000 + n).unwrap_or(0),
+            quic_port: 0,
+            http_port: 0,
+            websocket_port: 0,
+            role: if leader {
+                NodeRole::Leader
+            } else {
+                NodeRole::Follower
+            },
+            status: NodeStatus::Healthy,
+        }
+    }
+
+    fn topic(&self) -> TopicDetails {
+        TopicDetails {
+            summary: TopicSummary {
+                id: 1,
+                created_at: 0,
+                partitions_count: self.partitions,
+                message_expiry: 0,
+                compression: 1,
+                max_topic_size: 0,
+                size_bytes: 0,
+                messages_count: 0,
+                name: Name::new("t").unwrap_or_else(|_| unreachable!()),
+            },
+            partitions: (0..self.partitions)
+                .map(|id| PartitionInfo {
+                    id,
+                    created_at: 0,
+                    segments_count: 0,
+                    current_offset: 0,
+                    size_bytes: 0,
+                    messages_count: 0,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Which node each link leads to.
+pub(super) type Links = BTreeMap<LinkId, usize>;

@@ -1,0 +1,299 @@
+//! Transcript tests of the outer face: frames in and out at exact instants, against a tiny
+//! in-memory cluster, each output recorded as a short line.
+#![allow(clippy::unwrap_used)]
+
+mod fake;
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::{Output, Router};
+use crate::config::{Config, Credentials};
+use crate::event::Event;
+use crate::ids::RequestId;
+use crate::partitioning::Partitioning;
+use crate::request::{Request, SendRequest};
+use crate::wire::{Identifier, Message};
+use fake::{FakeCluster, Links, addr};
+
+/// A router wired to a fake cluster: every transmit is answered at once.
+struct Harness {
+    router: Router,
+    cluster: FakeCluster,
+    links: Links,
+    now: Instant,
+    transcript: Vec<String>,
+}
+
+impl Harness {
+    fn new(cluster: FakeCluster) -> Self {
+        let now = Instant::now();
+        let seeds = (0..cluster.nodes).map(addr).collect();
+        let config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
+        let router = Router::new(config, 42, now);
+        let mut harness = Self {
+            router,
+            cluster,
+            links: Links::new(),
+            now,
+            transcript: Vec::new(),
+        };
+        harness.run();
+        harness
+    }
+
+    /// Drains outputs, connecting and answering, until the router is quiet.
+    fn run(&mut self) {
+        for _ in 0..10_000 {
+            let Some(output) = self.router.poll_output() else {
+                return;
+            };
+            match output {
+                Output::Connect { link, node, addr } => {
+                    let index = (9000..9000 + self.cluster.nodes)
+                        .position(|port| addr.ends_with(&port.to_string()))
+                        .unwrap();
+                    self.links.insert(link, index);
+                    self.transcript.push(format!("connect {link} {node}"));
+                    self.router.handle_connected(self.now, link);
+                }
+                Output::Transmit { link, bytes } => {
+                    let node = self.links[&link];
+                    let (name, reply) = self.cluster.answer(node, &bytes);
+                    self.transcript.push(format!("{link} {name}"));
+                    self.router.handle_read(self.now, link, &reply);
+                }
+                Output::Close { link } => self.transcript.push(format!("close {link}")),
+                Output::Completed { id, outcome } => {
+                    let verdict = match outcome {
+                        Ok(_) => "ok".to_owned(),
+                        Err(error) => format!("err {error}"),
+                    };
+                    self.transcript.push(format!("completed {id} {verdict}"));
+                }
+                Output::Event(Event::SessionMoved { from, to }) => {
+                    self.transcript
+                        .push(format!("session moved {from} -> {to}"));
+                }
+                Output::Event(_) => {}
+            }
+        }
+        panic!("router never went quiet");
+    }
+
+    fn send(&mut self, partition: u32) -> RequestId {
+        let request = Request::Send(SendRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::PartitionId(partition),
+            messages: vec![Message {
+                payload: Bytes::from_static(b"hello"),
+                ..Message::default()
+            }],
+        });
+        let id = self.router.submit(self.now, request).unwrap();
+        self.run();
+        id
+    }
+
+    fn take(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.transcript)
+    }
+}
+
+#[test]
+fn start_connects_the_coordinator_signs_in_and_reads_the_roster() {
+    let mut h = Harness::new(FakeCluster::new(3, vec![0]));
+    assert_eq!(
+        h.take(),
+        ["connect link1 node0", "link1 LOGIN", "link1 ROSTER"]
+    );
+    assert_eq!(
+        h.router.poll_timeout(),
+        Some(h.now + Duration::from_secs(5)),
+        "next: the heartbeat"
+    );
+}
+
+#[test]
+fn bug_report_scenario_alternating_sends_are_one_frame_each_on_the_primarys_data_link() {
+    // Partition 0's primary is node 0, partition 1's is node 2; the session is on node 0.
+    let mut h = Harness::new(FakeCluster::new(3, vec![0, 2]));
+    h.take();
+    let first = h.send(0);
+    assert_eq!(
+        h.take(),
+        [
+            "link1 GET_TOPIC".to_owned(),
+            "link1 ROUTE? p0 -> node0".to_owned(),
+            "connect link2 node0".to_owned(),
+            "link2 LOGIN".to_owned(),
+            "link2 SEND p0".to_owned(),
+            format!("completed {first} ok"),
+        ]
+    );
+    let second = h.send(1);
+    assert_eq!(
+        h.take(),
+        [
+            "link1 ROUTE? p1 -> node2".to_owned(),
+            "connect link3 node2".to_owned(),
+            "link3 LOGIN".to_owned(),
+            "link3 SEND p1".to_owned(),
+            format!("completed {second} ok"),
+        ]
+    );
+    let logins = h.cluster.logins;
+    for round in 0..4u32 {
+        let p = round % 2;
+        let id = h.send(p);
+        let link = if p == 0 { "link2" } else { "link3" };
+        assert_eq!(
+            h.take(),
+            [format!("{link} SEND p{p}"), format!("completed {id} ok")]
+        );
+    }
+    assert_eq!(h.cluster.logins, logins, "no new session after warm-up");
+    assert_eq!(h.cluster.refusals, 0);
+    let stats = h.router.stats();
+    assert_eq!(
+        (stats.session_moves, stats.refusals, stats.sends),
+        (0, 0, 6)
+    );
+}
+
+#[test]
+fn a_moved_primary_is_refused_once_then_rerouted_at_once() {
+    let mut h = Harness::new(FakeCluster::new(3, vec![0]));
+    h.send(0);
+    h.take();
+    h.cluster.primaries[0] = 1;
+    let id = h.send(0);
+    assert_eq!(
+        h.take(),
+        [
+            "link2 SEND p0 REFUSED".to_owned(),
+            "link1 ROUTE? p0 -> node1".to_owned(),
+            "connect link3 node1".to_owned(),
+            "link3 LOGIN".to_owned(),
+            "link3 SEND p0".to_owned(),
+            format!("completed {id} ok"),
+        ]
+    );
+    assert_eq!(h.router.stats().refusals, 1);
+    assert_eq!(h.router.coordinator_node().0, 0, "the session stays");
+}
+
+#[test]
+fn without_routing_commands_the_primary_is_found_by_refusal_and_kept() {
+    let mut cluster = FakeCluster::new(3, vec![2]);
+    cluster.routing_commands = false;
+    let mut h = Harness::new(cluster);
+    h.take();
+    let id = h.send(0);
+    let transcript = h.take();
+    assert_eq!(
+        transcript,
+        [
+            "link1 GET_TOPIC".to_owned(),
+            "link1 ROUTE? unsupported".to_owned(),
+            "connect link2 node0".to_owned(),
+            "link2 LOGIN".to_owned(),
+            "link2 SEND p0 REFUSED".to_owned(),
+            "connect link3 node1".to_owned(),
+            "link3 LOGIN".to_owned(),
+            "link3 SEND p0 REFUSED".to_owned(),
+            "connect link4 node2".to_owned(),
+            "link4 LOGIN".to_owned(),
+            "link4 SEND p0".to_owned(),
+            format!("completed {id} ok"),
+        ]
+    );
+    let id = h.send(0);
+    assert_eq!(
+        h.take(),
+        ["link4 SEND p0".to_owned(), format!("completed {id} ok")]
+    );
+}
+
+#[test]
+fn a_silent_node_costs_one_attempt_timeout_and_the_write_completes_outcome_unknown() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]));
+    h.send(0);
+    h.take();
+    let request = Request::Send(SendRequest {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitioning: Partitioning::PartitionId(0),
+        messages: vec![Message::default()],
+    });
+    let id = h.router.submit(h.now, request).unwrap();
+    let Some(Output::Transmit { link, .. }) = h.router.poll_output() else {
+        panic!("expected the send to be written");
+    };
+    assert!(h.router.poll_output().is_none());
+    let deadline = h.router.poll_timeout().unwrap();
+    assert_eq!(
+        deadline,
+        h.now + Duration::from_secs(5),
+        "the attempt timeout"
+    );
+    h.now = deadline;
+    h.router.handle_timeout(h.now);
+    h.run();
+    let transcript = h.take();
+    assert!(
+        transcript.contains(&format!("close {link}")),
+        "{transcript:?}"
+    );
+    assert!(
+        transcript.contains(&format!("completed {id} err outcome unknown: the link to node0 closed with the request in flight")),
+        "{transcript:?}"
+    );
+}
+
+#[test]
+fn the_session_moves_only_when_its_node_is_unreachable() {
+    let mut h = Harness::new(FakeCluster::new(3, vec![0]));
+    h.take();
+    // The coordinator's link drops: it reconnects to the same node, no move.
+    h.router
+        .handle_closed(h.now, crate::ids::LinkId(1), super::CloseReason::Peer);
+    h.run();
+    assert_eq!(
+        h.take(),
+        ["connect link2 node0", "link2 LOGIN", "link2 ROSTER"]
+    );
+    assert_eq!(h.router.stats().session_moves, 0);
+    // Its node stops answering connects: now the session moves.
+    h.router
+        .handle_closed(h.now, crate::ids::LinkId(2), super::CloseReason::Peer);
+    let link = std::iter::from_fn(|| h.router.poll_output())
+        .find_map(|output| match output {
+            Output::Connect { link, .. } => Some(link),
+            _ => None,
+        })
+        .expect("a reconnect to the same node");
+    h.router
+        .handle_connect_failed(h.now, link, super::ConnectError::Unreachable);
+    h.run();
+    let transcript = h.take();
+    assert_eq!(transcript[0], "session moved node0 -> node1");
+    assert_eq!(h.router.stats().session_moves, 1);
+    assert_eq!(h.router.coordinator_node().0, 1);
+}
+
+#[test]
+fn garbage_from_a_node_closes_its_link_and_nothing_panics() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]));
+    h.take();
+    h.router
+        .handle_read(h.now, crate::ids::LinkId(1), &[0xff; 300]);
+    h.run();
+    let transcript = h.take();
+    assert!(
+        transcript.contains(&"close link1".to_owned()),
+        "{transcript:?}"
+    );
+}

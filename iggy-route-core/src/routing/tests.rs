@@ -1,0 +1,683 @@
+//! Scenario tests of the routing layer: typed inputs at exact instants, exact decisions out.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::*;
+use crate::config::Credentials;
+use crate::partitioning::Partitioning;
+use crate::request::{Reply, SendReceipt, SendRequest};
+use crate::wire::{Identifier, Message};
+
+fn config() -> Config {
+    Config::new(
+        vec!["n0".into()],
+        Credentials::user("iggy", "iggy").unwrap(),
+    )
+}
+
+fn topic() -> TopicKey {
+    TopicKey {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+    }
+}
+
+fn partition(p: u32) -> PartitionKey {
+    PartitionKey {
+        topic: topic(),
+        partition: p,
+    }
+}
+
+fn send(partitioning: Partitioning) -> Request {
+    Request::Send(SendRequest {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitioning,
+        messages: vec![Message {
+            id: 1,
+            payload: Bytes::from_static(b"m"),
+            ..Message::default()
+        }],
+    })
+}
+
+fn sent(node: u32) -> Attempt {
+    Attempt::Done(Reply::Sent(SendReceipt {
+        partition_id: 0,
+        base_offset: Some(0),
+        messages: 1,
+        node: NodeId(node),
+    }))
+}
+
+/// Drains decisions as short strings, for transcript comparisons.
+fn drain(routing: &mut Routing) -> Vec<String> {
+    let mut out = Vec::new();
+    while let Some(decision) = routing.poll_decision() {
+        out.push(match decision {
+            Decision::Write { request, target } => match target {
+                Target::Node(node) => format!("write {} -> {}", request, node),
+                Target::Coordinator => format!("write {} -> coordinator", request),
+            },
+            Decision::FetchRoute { partition } => format!("lookup {}", partition.partition),
+            Decision::FetchTopic { .. } => "fetch topic".to_owned(),
+            Decision::FetchRoster => "fetch roster".to_owned(),
+            Decision::Completed { request, outcome } => {
+                format!(
+                    "completed {} {}",
+                    request,
+                    if outcome.is_ok() { "ok" } else { "err" }
+                )
+            }
+            Decision::Event(Event::RouteLearned { partition, node }) => {
+                format!("learned {} {}", partition.partition, node)
+            }
+            Decision::Event(Event::Refused { request, node }) => {
+                format!("refused {request} {node}")
+            }
+            Decision::Event(event) => format!("{event:?}"),
+        });
+    }
+    out
+}
+
+/// A routing layer that knows topic 1/1 has `partitions` partitions and, where given, the
+/// primary of each partition.
+fn warmed(t0: Instant, partitions: u32, primaries: &[(u32, u32)]) -> Routing {
+    let mut routing = Routing::new(config(), 7, t0);
+    for &(p, node) in primaries {
+        let id = routing
+            .submit(t0, send(Partitioning::PartitionId(p)))
+            .unwrap();
+        if routing
+            .topics
+            .get(&topic())
+            .is_none_or(|t| t.info.is_none())
+        {
+            routing.handle_topic(
+                t0,
+                &topic(),
+                TopicAnswer::Found {
+                    partitions_count: partitions,
+                },
+            );
+        }
+        routing.handle_route(
+            t0,
+            &partition(p),
+            RouteAnswer::Primary {
+                node: NodeId(node),
+                watermark: 0,
+            },
+        );
+        routing.handle_result(t0, id, Target::Node(NodeId(node)), sent(node));
+    }
+    drain(&mut routing);
+    routing
+}
+
+// --- submit -----------------------------------------------------------------------------
+
+#[test]
+fn first_send_reads_the_topic_then_looks_the_route_up_then_writes() {
+    let t0 = Instant::now();
+    let mut routing = Routing::new(config(), 1, t0);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(1)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 2,
+        },
+    );
+    assert_eq!(drain(&mut routing), ["lookup 1"]);
+    routing.handle_route(
+        t0,
+        &partition(1),
+        RouteAnswer::Primary {
+            node: NodeId(2),
+            watermark: 5,
+        },
+    );
+    assert_eq!(
+        drain(&mut routing),
+        ["learned 1 node2", "write req1 -> node2"]
+    );
+    routing.handle_result(t0, id, Target::Node(NodeId(2)), sent(2));
+    assert_eq!(drain(&mut routing), ["completed req1 ok"]);
+    assert_eq!(
+        routing.poll_timeout(),
+        None,
+        "nothing pending, nothing scheduled"
+    );
+}
+
+#[test]
+fn bug_report_scenario_alternating_sends_write_once_each_with_no_lookup() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 2, &[(0, 0), (1, 2)]);
+    let lookups = routing.stats().lookups;
+    for round in 0..4u32 {
+        let p = round % 2;
+        let node = if p == 0 { 0 } else { 2 };
+        let now = t0 + Duration::from_millis(u64::from(round));
+        let id = routing
+            .submit(now, send(Partitioning::PartitionId(p)))
+            .unwrap();
+        assert_eq!(drain(&mut routing), [format!("write {id} -> node{node}")]);
+        routing.handle_result(now, id, Target::Node(NodeId(node)), sent(node));
+        assert_eq!(drain(&mut routing), [format!("completed {id} ok")]);
+    }
+    assert_eq!(routing.stats().lookups, lookups, "no lookup after warm-up");
+    assert_eq!(routing.stats().refusals, 0);
+}
+
+#[test]
+fn sends_of_one_partition_are_released_one_at_a_time_in_order() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 1, &[(0, 1)]);
+    let a = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    let b = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {a} -> node1")]);
+    routing.handle_result(t0, a, Target::Node(NodeId(1)), sent(1));
+    assert_eq!(
+        drain(&mut routing),
+        [format!("completed {a} ok"), format!("write {b} -> node1")]
+    );
+}
+
+#[test]
+fn partition_out_of_range_fails_before_anything_is_written() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 2, &[(0, 0)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(2)))
+        .unwrap();
+    let decisions: Vec<Decision> = std::iter::from_fn(|| routing.poll_decision()).collect();
+    assert!(matches!(
+        &decisions[..],
+        [Decision::Completed { request, outcome: Err(RequestError::PartitionOutOfRange { partition: 2, count: 2 }) }] if *request == id
+    ));
+}
+
+#[test]
+fn unknown_topic_fails_every_waiting_request_with_topic_not_found() {
+    let t0 = Instant::now();
+    let mut routing = Routing::new(config(), 1, t0);
+    routing.submit(t0, send(Partitioning::Balanced)).unwrap();
+    routing.submit(t0, send(Partitioning::Balanced)).unwrap();
+    assert_eq!(
+        drain(&mut routing),
+        ["fetch topic"],
+        "one read for both (single flight)"
+    );
+    routing.handle_topic(t0, &topic(), TopicAnswer::NotFound);
+    assert_eq!(
+        drain(&mut routing),
+        ["completed req1 err", "completed req2 err"]
+    );
+}
+
+#[test]
+fn messages_key_and_balanced_resolve_as_the_sdk_does() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 3, &[(0, 0), (1, 0), (2, 0)]);
+    let key = Partitioning::MessagesKey(Bytes::from_static(b"order-1"));
+    let id = routing.submit(t0, send(key)).unwrap();
+    drain(&mut routing);
+    // xxhash32("order-1") = 0xc209e3e8; 0xc209e3e8 % 3 = 1.
+    assert_eq!(
+        routing.pending(id).unwrap().partition,
+        Some(0xc209_e3e8 % 3)
+    );
+    let ids: Vec<RequestId> = (0..3)
+        .map(|_| routing.submit(t0, send(Partitioning::Balanced)).unwrap())
+        .collect();
+    let chosen: Vec<Option<u32>> = ids
+        .iter()
+        .map(|id| routing.pending(*id).unwrap().partition)
+        .collect();
+    assert_eq!(chosen, [Some(0), Some(1), Some(2)]);
+}
+
+#[test]
+fn queue_full_is_reported_at_submit() {
+    let t0 = Instant::now();
+    let mut config = config();
+    config.max_pending_per_lane = 2;
+    let mut routing = Routing::new(config, 1, t0);
+    routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(
+        routing
+            .submit(t0, send(Partitioning::PartitionId(0)))
+            .unwrap_err(),
+        SubmitError::QueueFull { limit: 2 }
+    );
+}
+
+#[test]
+fn empty_batch_is_refused_at_submit() {
+    let t0 = Instant::now();
+    let mut routing = Routing::new(config(), 1, t0);
+    let request = Request::Send(SendRequest {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitioning: Partitioning::Balanced,
+        messages: Vec::new(),
+    });
+    assert_eq!(
+        routing.submit(t0, request).unwrap_err(),
+        SubmitError::EmptyBatch
+    );
+}
+
+// --- refusal ----------------------------------------------------------------------------
+
+#[test]
+fn refusal_drops_the_route_and_looks_up_at_once_never_replaying_on_the_refuser() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
+    assert_eq!(
+        drain(&mut routing),
+        [format!("refused {id} node0"), "lookup 0".to_owned()]
+    );
+    routing.handle_route(
+        t0,
+        &partition(0),
+        RouteAnswer::Primary {
+            node: NodeId(1),
+            watermark: 0,
+        },
+    );
+    assert_eq!(
+        drain(&mut routing),
+        ["learned 0 node1".to_owned(), format!("write {id} -> node1")]
+    );
+    assert_eq!(routing.stats().refusals, 1);
+}
+
+#[test]
+fn lookup_naming_the_refuser_backs_off_with_jitter_then_writes_there() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
+    drain(&mut routing);
+    routing.handle_route(
+        t0,
+        &partition(0),
+        RouteAnswer::Primary {
+            node: NodeId(0),
+            watermark: 0,
+        },
+    );
+    assert_eq!(
+        drain(&mut routing),
+        ["learned 0 node0"],
+        "no write during the backoff"
+    );
+    let wake = routing.poll_timeout().unwrap();
+    let wait = wake - t0;
+    assert!(
+        wait >= Duration::from_micros(2500) && wait <= Duration::from_millis(5),
+        "{wait:?}"
+    );
+    routing.handle_timeout(wake - Duration::from_micros(1));
+    assert!(
+        drain(&mut routing).is_empty(),
+        "not before the backoff ends"
+    );
+    routing.handle_timeout(wake);
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+}
+
+#[test]
+fn repeated_elections_double_the_backoff_up_to_its_cap() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    let mut now = t0;
+    let mut waits = Vec::new();
+    for _ in 0..10 {
+        routing.handle_result(now, id, Target::Node(NodeId(0)), Attempt::Refused);
+        drain(&mut routing);
+        routing.handle_route(
+            now,
+            &partition(0),
+            RouteAnswer::Primary {
+                node: NodeId(0),
+                watermark: 0,
+            },
+        );
+        drain(&mut routing);
+        let wake = routing.poll_timeout().unwrap();
+        waits.push(wake - now);
+        now = wake;
+        routing.handle_timeout(now);
+        assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+    }
+    for (k, wait) in waits.iter().enumerate() {
+        let nominal =
+            (Duration::from_millis(5) * 2u32.pow(k as u32)).min(Duration::from_millis(500));
+        assert!(
+            *wait >= nominal / 2 && *wait <= nominal,
+            "wait {k} of {waits:?}"
+        );
+    }
+}
+
+#[test]
+fn unreachable_primary_is_treated_like_a_refusal_without_counting_one() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 1, &[(0, 2)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(t0, id, Target::Node(NodeId(2)), Attempt::NotSent);
+    assert_eq!(drain(&mut routing), ["lookup 0"]);
+    assert_eq!(routing.stats().refusals, 0);
+}
+
+// --- discovery by refusal ---------------------------------------------------------------
+
+#[test]
+fn without_routing_commands_nodes_are_tried_in_roster_order_and_the_admitting_one_kept() {
+    let t0 = Instant::now();
+    let mut routing = Routing::new(config(), 3, t0);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 1,
+        },
+    );
+    assert_eq!(drain(&mut routing), ["fetch topic", "lookup 0"]);
+    routing.handle_route(t0, &partition(0), RouteAnswer::Unsupported);
+    assert_eq!(drain(&mut routing), ["DiscoveryByRefusal", "fetch roster"]);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
+    assert_eq!(
+        drain(&mut routing),
+        [
+            format!("refused {id} node0"),
+            format!("write {id} -> node1")
+        ]
+    );
+    routing.handle_result(t0, id, Target::Node(NodeId(1)), sent(1));
+    assert_eq!(
+        drain(&mut routing),
+        ["learned 0 node1".to_owned(), format!("completed {id} ok")]
+    );
+    let next = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {next} -> node1")],
+        "the admitting node is kept"
+    );
+}
+
+#[test]
+fn discovery_round_where_every_node_refuses_backs_off_then_starts_over() {
+    let t0 = Instant::now();
+    let mut routing = Routing::new(config(), 3, t0);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 1,
+        },
+    );
+    routing.handle_route(t0, &partition(0), RouteAnswer::Unsupported);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1)], Some(NodeId(0)));
+    drain(&mut routing);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
+    routing.handle_result(t0, id, Target::Node(NodeId(1)), Attempt::Refused);
+    let decisions = drain(&mut routing);
+    assert_eq!(
+        decisions.iter().filter(|d| d.starts_with("write")).count(),
+        1,
+        "{decisions:?}"
+    );
+    let wake = routing.poll_timeout().unwrap();
+    assert!(wake > t0 && wake <= t0 + Duration::from_millis(5));
+    routing.handle_timeout(wake);
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+}
+
+// --- deadlines and unknown outcomes -----------------------------------------------------
+
+#[test]
+fn deadline_completes_a_waiting_request_with_timed_out() {
+    let t0 = Instant::now();
+    let mut routing = Routing::new(config(), 1, t0);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    assert_eq!(routing.poll_timeout(), Some(t0 + Duration::from_secs(30)));
+    routing.handle_timeout(t0 + Duration::from_secs(30));
+    let decisions: Vec<Decision> = std::iter::from_fn(|| routing.poll_decision()).collect();
+    assert!(matches!(
+        &decisions[..],
+        [Decision::Completed { request, outcome: Err(RequestError::TimedOut { .. }) }] if *request == id
+    ));
+    assert_eq!(routing.pending_count(), 0);
+}
+
+#[test]
+fn a_timed_out_request_in_flight_holds_its_lane_until_the_attempt_ends() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let a = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    let deadline = t0 + Duration::from_secs(30);
+    let b = routing
+        .submit(
+            deadline - Duration::from_secs(1),
+            send(Partitioning::PartitionId(0)),
+        )
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_timeout(deadline);
+    assert_eq!(
+        drain(&mut routing),
+        [format!("completed {a} err")],
+        "b must not overtake a"
+    );
+    routing.handle_result(deadline, a, Target::Node(NodeId(0)), sent(0));
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {b} -> node0")],
+        "a's late answer is not reported twice"
+    );
+}
+
+#[test]
+fn link_lost_with_a_send_in_flight_completes_outcome_unknown() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Unknown);
+    let decisions: Vec<Decision> = std::iter::from_fn(|| routing.poll_decision()).collect();
+    assert!(matches!(
+        &decisions[..],
+        [Decision::Completed {
+            outcome: Err(RequestError::OutcomeUnknown { node: NodeId(0) }),
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn at_least_once_writes_a_send_again_after_its_link_was_lost() {
+    let t0 = Instant::now();
+    let mut config = config();
+    config.delivery = Delivery::AtLeastOnce;
+    let mut routing = Routing::new(config, 7, t0);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 1,
+        },
+    );
+    routing.handle_route(
+        t0,
+        &partition(0),
+        RouteAnswer::Primary {
+            node: NodeId(0),
+            watermark: 0,
+        },
+    );
+    drain(&mut routing);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Unknown);
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+}
+
+// --- watermark ---------------------------------------------------------------------------
+
+#[test]
+fn a_moved_watermark_makes_routes_and_partition_counts_stale() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    routing.handle_watermark(t0, 10);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 2,
+        },
+    );
+    assert_eq!(drain(&mut routing), ["lookup 0"]);
+    routing.handle_route(
+        t0,
+        &partition(0),
+        RouteAnswer::Primary {
+            node: NodeId(1),
+            watermark: 10,
+        },
+    );
+    assert_eq!(
+        drain(&mut routing),
+        ["learned 0 node1".to_owned(), format!("write {id} -> node1")]
+    );
+}
+
+#[test]
+fn partition_not_found_from_the_server_invalidates_the_partition_count() {
+    let t0 = Instant::now();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    let error = RequestError::Server {
+        code: crate::wire::ErrorCode::PartitionNotFound,
+    };
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Failed(error));
+    drain(&mut routing);
+    routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+}
+
+// --- admin -------------------------------------------------------------------------------
+
+#[test]
+fn metadata_commands_go_to_the_roster_leader_and_follow_it_after_a_refusal() {
+    let t0 = Instant::now();
+    let mut routing = Routing::new(config(), 1, t0);
+    let create = Request::Admin(crate::request::AdminRequest::CreateStream {
+        name: crate::wire::Name::new("s").unwrap(),
+    });
+    let id = routing.submit(t0, create).unwrap();
+    assert_eq!(drain(&mut routing), ["fetch roster"]);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1)], Some(NodeId(0)));
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
+    assert_eq!(
+        drain(&mut routing),
+        [format!("refused {id} node0"), "fetch roster".to_owned()]
+    );
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1)], Some(NodeId(1)));
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node1")]);
+}
+
+#[test]
+fn shutdown_fails_everything_pending_and_refuses_new_requests() {
+    let t0 = Instant::now();
+    let mut routing = Routing::new(config(), 1, t0);
+    routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    routing.shutdown(t0);
+    assert_eq!(drain(&mut routing), ["completed req1 err"]);
+    assert_eq!(
+        routing
+            .submit(t0, send(Partitioning::PartitionId(0)))
+            .unwrap_err(),
+        SubmitError::Closed
+    );
+    assert_eq!(routing.poll_timeout(), None);
+}
+
+#[test]
+fn time_going_backwards_is_taken_as_the_last_instant() {
+    let t0 = Instant::now();
+    let mut routing = Routing::new(config(), 1, t0 + Duration::from_secs(5));
+    routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    assert_eq!(routing.poll_timeout(), Some(t0 + Duration::from_secs(35)));
+}
