@@ -1,6 +1,6 @@
 //! Transcript tests of the outer face: frames in and out at exact instants, against a tiny
 //! in-memory cluster, each output recorded as a short line.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
 
 mod fake;
 
