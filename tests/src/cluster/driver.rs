@@ -312,3 +312,153 @@ async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io;
+    use std::time::Instant;
+
+    use bytes::Bytes;
+    use iggy_route_core::wire::{
+        LoginRegisterRequest, Name, Operation, PROTOCOL_VERSION, Password, RequestHeader, SDK_NAME,
+        SDK_VERSION, code, decode_one,
+    };
+
+    use super::*;
+
+    /// Send one request and read the one frame that answers it.
+    async fn exchange(
+        stream: &mut TcpStream,
+        header: RequestHeader,
+        body: &[u8],
+    ) -> io::Result<Frame> {
+        let mut out = BytesMut::new();
+        header.encode(&mut out);
+        out.extend_from_slice(body);
+        stream.write_all(&out).await?;
+        let mut frame = vec![0u8; 256];
+        stream.read_exact(&mut frame).await?;
+        let size = u32::from_le_bytes(frame[48..52].try_into().unwrap()) as usize;
+        frame.resize(size, 0);
+        stream.read_exact(&mut frame[256..]).await?;
+        Ok(decode_one(&frame).unwrap())
+    }
+
+    async fn ping(stream: &mut TcpStream) -> io::Result<Frame> {
+        let header = RequestHeader::new(Operation::NonReplicated, code::PING, 1, 0, 1, 0);
+        exchange(stream, header, &[]).await
+    }
+
+    async fn login(stream: &mut TcpStream, client: u128) -> Frame {
+        let request = LoginRegisterRequest {
+            protocol_version: PROTOCOL_VERSION,
+            sdk_name: Name::new(SDK_NAME).unwrap(),
+            sdk_version: Name::new(SDK_VERSION).unwrap(),
+            username: Name::new("iggy").unwrap(),
+            password: Password::new("iggy").unwrap(),
+            context: Bytes::new(),
+        };
+        let mut body = BytesMut::new();
+        request.encode(&mut body);
+        let header = RequestHeader::new(Operation::Register, 0, client, 0, 0, body.len());
+        exchange(stream, header, &body).await.unwrap()
+    }
+
+    async fn eventually(mut check: impl FnMut() -> bool) {
+        for _ in 0..200 {
+            if check() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("condition not reached within a second");
+    }
+
+    #[tokio::test]
+    async fn five_nodes_start_answer_and_stop_in_milliseconds() {
+        let started = Instant::now();
+        let cluster = TestCluster::start(5).await;
+        for addr in cluster.addrs() {
+            let mut stream = TcpStream::connect(addr).await.unwrap();
+            assert!(
+                matches!(ping(&mut stream).await.unwrap(), Frame::Reply { header, .. } if header.status == 0)
+            );
+        }
+        cluster.shutdown().await;
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_stopped_node_refuses_connections_and_restarts_on_its_port() {
+        let cluster = TestCluster::start(2).await;
+        let addr = cluster.addr(1);
+        let mut open = TcpStream::connect(addr).await.unwrap();
+        assert!(matches!(login(&mut open, 9).await, Frame::Reply { .. }));
+        assert_eq!(cluster.live_sessions(), 1);
+
+        cluster.stop_node(1).await;
+        assert!(
+            TcpStream::connect(addr).await.is_err(),
+            "a stopped node refuses connections"
+        );
+        assert!(
+            ping(&mut open).await.is_err(),
+            "its open connections are dropped"
+        );
+        assert_eq!(cluster.stats(1).open_connections, 0);
+        assert_eq!(
+            cluster.live_sessions(),
+            0,
+            "dropped connections end their sessions"
+        );
+
+        cluster.restart_node(1).await;
+        assert_eq!(cluster.addr(1), addr);
+        let mut again = TcpStream::connect(addr).await.unwrap();
+        assert!(ping(&mut again).await.is_ok());
+        assert_eq!(cluster.stats(1).connections_total, 2);
+    }
+
+    #[tokio::test]
+    async fn dropping_connections_keeps_the_node_accepting() {
+        let cluster = TestCluster::start(1).await;
+        let mut first = TcpStream::connect(cluster.addr(0)).await.unwrap();
+        login(&mut first, 3).await;
+        cluster.drop_connections(0);
+        assert!(ping(&mut first).await.is_err());
+        eventually(|| cluster.live_sessions() == 0 && cluster.stats(0).open_connections == 0).await;
+        let mut second = TcpStream::connect(cluster.addr(0)).await.unwrap();
+        assert!(ping(&mut second).await.is_ok());
+        assert_eq!(cluster.stats(0).requests(code::PING), 1);
+    }
+
+    #[tokio::test]
+    async fn a_reply_delay_holds_every_reply_of_that_node() {
+        let cluster = TestCluster::start(2).await;
+        cluster.set_reply_delay(0, Duration::from_millis(150));
+        let mut slow = TcpStream::connect(cluster.addr(0)).await.unwrap();
+        let mut fast = TcpStream::connect(cluster.addr(1)).await.unwrap();
+        let started = Instant::now();
+        ping(&mut fast).await.unwrap();
+        assert!(started.elapsed() < Duration::from_millis(100));
+        ping(&mut slow).await.unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(150));
+        cluster.set_reply_delay(0, Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn an_undecodable_frame_closes_the_connection() {
+        let cluster = TestCluster::start(1).await;
+        let mut stream = TcpStream::connect(cluster.addr(0)).await.unwrap();
+        let mut garbage = vec![0u8; 256];
+        garbage[48] = 10; // size 10 < 256
+        stream.write_all(&garbage).await.unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(stream.read(&mut byte).await.unwrap_or(0), 0);
+    }
+}
