@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iggy::prelude::*;
 use iggy_route_core::partitioning::resolve_partition;
-use iggy_route_tests::cluster::TestCluster;
+use iggy_route_tests::cluster::{ClusterConfig, TestCluster};
 
 /// Connect and sign in through `node` with the root credentials.
 async fn sdk_client(cluster: &TestCluster, node: usize) -> IggyClient {
@@ -280,6 +280,57 @@ async fn sdk_routes_auto_commit_polls_and_offset_stores_to_the_partition_primary
     // The session stayed on the coordinator throughout.
     assert_eq!(connected_node(&client, &cluster).await, 0);
     assert_eq!(cluster.total_refusals(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_against_a_server_without_routing_commands_gets_invalid_command() {
+    let cluster = TestCluster::start_with(ClusterConfig {
+        routing_commands: false,
+        ..ClusterConfig::new(2)
+    })
+    .await;
+    let (stream, topic) = cluster.create_stream_and_topic("orders", "events", 1);
+    let client = sdk_client(&cluster, 0).await;
+    let mut batch = vec![message(1, "a", None)];
+    client
+        .send_messages(
+            &id(stream),
+            &id(topic),
+            &Partitioning::partition_id(0),
+            &mut batch,
+        )
+        .await
+        .unwrap();
+    // A manual poll is not routed, so it works on any server.
+    let manual = client
+        .poll_messages(
+            &id(stream),
+            &id(topic),
+            Some(0),
+            &Consumer::new(id(1)),
+            &PollingStrategy::first(),
+            10,
+            false,
+        )
+        .await
+        .unwrap();
+    assert_eq!(manual.messages.len(), 1);
+    // An auto-commit poll on a 2-node roster asks GET_POLL_ROUTING, which this server lacks.
+    let routed = client
+        .poll_messages(
+            &id(stream),
+            &id(topic),
+            Some(0),
+            &Consumer::new(id(1)),
+            &PollingStrategy::first(),
+            10,
+            true,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(routed.as_code(), IggyError::InvalidCommand.as_code());
+    assert_eq!(cluster.stats(0).requests(103), 1);
+    assert_eq!(cluster.stats(1).requests(104), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
