@@ -198,6 +198,13 @@ pub enum RequestError {
     /// A node sent bytes that do not decode.
     #[error("malformed reply: {0}")]
     Malformed(WireError),
+    /// The partition's queue was full when the request, after waiting for its topic's
+    /// partition count, was to join it. Nothing was sent.
+    #[error("queue full: {limit} requests pending for the partition")]
+    QueueFull {
+        /// The per-partition limit.
+        limit: usize,
+    },
     /// The router was shut down.
     #[error("router shut down")]
     Shutdown,

@@ -66,6 +66,11 @@ impl Lane {
         }
     }
 
+    /// Requests waiting plus the one in flight: what the per-lane bound counts.
+    pub(crate) fn len(&self) -> usize {
+        self.queue.len() + usize::from(self.active.is_some())
+    }
+
     pub(crate) fn in_backoff(&self, now: Instant) -> bool {
         self.backoff_until.is_some_and(|until| until > now)
     }

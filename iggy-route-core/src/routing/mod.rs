@@ -249,7 +249,7 @@ impl Routing {
             }
             Request::Admin(_) => Place::Lane(LaneKey::MetadataLeader),
         };
-        self.check_room(&place)?;
+        self.check_room(&place, &request)?;
         let id = RequestId(self.next_request);
         self.next_request += 1;
         let deadline = now + self.config.request_timeout;
@@ -285,11 +285,32 @@ impl Routing {
         Ok(id)
     }
 
-    fn check_room(&self, place: &Place) -> Result<(), SubmitError> {
+    fn check_room(&self, place: &Place, request: &Request) -> Result<(), SubmitError> {
         let limit = self.config.max_pending_per_lane;
         let queued = match place {
-            Place::Topic(topic) => self.topics.get(topic).map_or(0, |t| t.waiting.len()),
-            Place::Lane(lane) => self.lanes.get(lane).map_or(0, |l| l.queue.len()),
+            Place::Topic(topic) => {
+                let state = self.topics.get(topic);
+                let waiting = state.map_or(0, |t| t.waiting.len());
+                // With the partition count at hand the request's own partition queue is
+                // known already: check that one too.
+                let lane = state
+                    .and_then(|t| {
+                        t.info
+                            .filter(|(_, seen)| *seen >= self.watermark)
+                            .map(|(count, _)| (count, t.balanced_cursor))
+                    })
+                    .and_then(|(count, cursor)| topics::choose_partition(request, count, cursor))
+                    .map(|partition| {
+                        LaneKey::Partition(PartitionKey {
+                            topic: topic.clone(),
+                            partition,
+                        })
+                    })
+                    .and_then(|lane| self.lanes.get(&lane))
+                    .map_or(0, Lane::len);
+                waiting.max(lane)
+            }
+            Place::Lane(lane) => self.lanes.get(lane).map_or(0, Lane::len),
             Place::Coordinator => 0,
         };
         if queued >= limit {
@@ -372,12 +393,12 @@ impl Routing {
 
     /// Requests waiting in the lane of `lane`, for bound checks.
     pub fn lane_len(&self, lane: &LaneKey) -> usize {
-        self.lanes.get(lane).map_or(0, |l| l.queue.len())
+        self.lanes.get(lane).map_or(0, Lane::len)
     }
 
     /// Every lane's queue length, in key order (for invariant checks).
     pub fn lane_lengths(&self) -> Vec<usize> {
-        self.lanes.values().map(|l| l.queue.len()).collect()
+        self.lanes.values().map(Lane::len).collect()
     }
 
     /// Stops taking requests and fails every pending one with `Shutdown`.

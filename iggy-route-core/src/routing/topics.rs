@@ -104,25 +104,13 @@ impl Routing {
         let Some(pending) = self.pending.get(&id) else {
             return;
         };
-        let chosen = match &pending.request {
-            Request::Send(send) => match &send.partitioning {
-                Partitioning::PartitionId(p) => Some(*p),
-                Partitioning::Balanced => {
-                    let state = self.topics.entry(topic.clone()).or_default();
-                    let p = if count == 0 {
-                        None
-                    } else {
-                        Some(state.balanced_cursor % count)
-                    };
-                    state.balanced_cursor = state.balanced_cursor.wrapping_add(1);
-                    p
-                }
-                Partitioning::MessagesKey(key) => resolve_partition(key, count),
-            },
-            Request::StoreOffset(store) => Some(store.partition_id),
-            Request::Poll(poll) => poll.partition_id,
-            Request::Admin(_) => None,
-        };
+        let cursor = self.topics.get(topic).map_or(0, |t| t.balanced_cursor);
+        let chosen = choose_partition(&pending.request, count, cursor);
+        if matches!(&pending.request, Request::Send(send) if send.partitioning == Partitioning::Balanced)
+        {
+            let state = self.topics.entry(topic.clone()).or_default();
+            state.balanced_cursor = state.balanced_cursor.wrapping_add(1);
+        }
         let partition = match chosen {
             Some(p) if p < count => p,
             Some(p) => {
@@ -162,6 +150,16 @@ impl Routing {
             topic: topic.clone(),
             partition,
         });
+        let limit = self.config.max_pending_per_lane;
+        if self.lanes.get(&lane).is_some_and(|l| l.len() >= limit) {
+            // Checked again here because a request that waited for the partition count
+            // could not be checked against its partition's queue at submit.
+            self.complete(now, id, Err(RequestError::QueueFull { limit }));
+            return;
+        }
+        let Some(pending) = self.pending.get_mut(&id) else {
+            return;
+        };
         pending.place = Place::Lane(lane.clone());
         self.lanes
             .entry(lane.clone())
@@ -169,5 +167,20 @@ impl Routing {
             .queue
             .push_back(id);
         self.pump_lane(now, &lane);
+    }
+}
+
+/// The partition a request goes to when its topic has `count` partitions and the topic's
+/// round-robin cursor stands at `cursor` (0.11.0 SDK rules, protocol §4.3).
+pub(super) fn choose_partition(request: &Request, count: u32, cursor: u32) -> Option<u32> {
+    match request {
+        Request::Send(send) => match &send.partitioning {
+            Partitioning::PartitionId(p) => Some(*p),
+            Partitioning::Balanced => cursor.checked_rem(count),
+            Partitioning::MessagesKey(key) => resolve_partition(key, count),
+        },
+        Request::StoreOffset(store) => Some(store.partition_id),
+        Request::Poll(poll) => poll.partition_id,
+        Request::Admin(_) => None,
     }
 }
