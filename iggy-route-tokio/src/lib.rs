@@ -1,1 +1,49 @@
-//! placeholder
+//! An async Apache Iggy 0.11.0 client on tokio that sends every request to the node that
+//! can admit it, while the session stays where it is.
+//!
+//! # How it works
+//! All routing lives in [`iggy_route_core`], a state machine that does no I/O. This crate
+//! only drives it: one task owns the [`Router`](iggy_route_core::Router) and is the only
+//! code that touches it. Each connection has a task that connects and then forwards the
+//! bytes it reads to the driver over a bounded channel, and a writer task fed by another
+//! bounded channel; the driver never waits on a socket. A caller's request goes to the
+//! driver with a oneshot that the router's `Completed` output resolves.
+//!
+//! [`Client`] is a channel sender plus shared counters: clone it freely and use it from as
+//! many tasks as you like. The driver stops when [`Client::shutdown`] is called or every
+//! clone is dropped.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), iggy_route_tokio::ClientError> {
+//! use iggy_route_tokio::{Client, Message, Partitioning};
+//!
+//! let client = Client::from_connection_string("iggy://iggy:iggy@127.0.0.1:8090").await?;
+//! let message = Message { payload: "hello".into(), ..Message::default() };
+//! let receipt = client
+//!     .send("orders", "events", Partitioning::partition_id(0), vec![message])
+//!     .await?;
+//! println!("stored at offset {:?} on {}", receipt.base_offset, receipt.node);
+//! client.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Streams and topics are named by number (`1u32`), by name (`"orders"`) or by
+//! [`Identifier`].
+
+mod client;
+mod connection;
+mod driver;
+mod error;
+
+pub use client::Client;
+pub use error::ClientError;
+pub use iggy_route_core::partitioning::Partitioning;
+pub use iggy_route_core::wire::{
+    Consumer, ConsumerKind, Identifier, Message, PollMessagesReply, PolledMessage, PollingStrategy,
+    StreamDetails, TopicDetails,
+};
+pub use iggy_route_core::{
+    Config, Credentials, Delivery, PollRequest, Reply, Request, RequestError, SendReceipt, Stats,
+    SubmitError,
+};

@@ -1,0 +1,301 @@
+//! The application's handle: cheap to clone, usable from many tasks at once.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{
+    Consumer, Identifier, Message, Name, PollMessagesReply, PollingStrategy, StreamDetails,
+    TopicDetails,
+};
+use iggy_route_core::{
+    AdminRequest, Config, PollRequest, Reply, Request, RequestError, Router, SendReceipt,
+    SendRequest, Stats, StoreOffsetRequest,
+};
+use tokio::sync::{mpsc, oneshot};
+use tracing::{Instrument, info_span};
+
+use crate::driver::{Command, Driver, IO_QUEUE_LEN};
+use crate::error::ClientError;
+
+/// Requests waiting for the driver to take them. The router's own queues are the real
+/// bound; this only smooths bursts.
+const COMMAND_QUEUE_LEN: usize = 1024;
+
+/// `connect` waits this many connect timeouts for the session to sign in.
+const CONNECT_ATTEMPTS: u32 = 3;
+
+/// An Iggy client whose every request goes to the node that can admit it. See the crate
+/// documentation.
+#[derive(Debug, Clone)]
+pub struct Client {
+    commands: mpsc::Sender<Command>,
+    stats: Arc<Mutex<Stats>>,
+}
+
+impl Client {
+    /// Starts the driver task and returns once the session has signed in on a node of
+    /// `config.seeds`. Fails with `ClientError::ConnectTimedOut` when no node answered
+    /// within a few `config.connect_timeout`s, and with `RequestError::SignIn` when the
+    /// credentials were refused.
+    pub async fn connect(config: Config) -> Result<Client, ClientError> {
+        let budget = config.connect_timeout * CONNECT_ATTEMPTS;
+        let router = Router::new(config, seed(), Instant::now());
+        let (commands, command_queue) = mpsc::channel(COMMAND_QUEUE_LEN);
+        let (io_events, io_queue) = mpsc::channel(IO_QUEUE_LEN);
+        let stats = Arc::new(Mutex::new(Stats::default()));
+        let driver = Driver::new(router, io_events, Arc::clone(&stats));
+        let span = info_span!("iggy_route");
+        tokio::spawn(driver.run(command_queue, io_queue).instrument(span));
+        let client = Client { commands, stats };
+        // The core reports a signed-in session as an event and a refused sign-in only by
+        // failing pending requests, so a cheap read (served by the session's node) proves
+        // either way.
+        let probe = client.get_stream(Identifier::Numeric(0));
+        match tokio::time::timeout(budget, probe).await {
+            // The server answered the read, so the session is signed in.
+            Ok(Ok(_))
+            | Ok(Err(ClientError::Request(
+                RequestError::Server { .. } | RequestError::TopicNotFound { .. },
+            ))) => Ok(client),
+            Ok(Err(error)) => {
+                client.shutdown().await;
+                Err(error)
+            }
+            Err(_elapsed) => {
+                client.shutdown().await;
+                Err(ClientError::ConnectTimedOut { after: budget })
+            }
+        }
+    }
+
+    /// [`Client::connect`] with Iggy's connection string,
+    /// `iggy://user:password@host:port[,host:port...]`.
+    pub async fn from_connection_string(value: &str) -> Result<Client, ClientError> {
+        Self::connect(Config::from_connection_string(value)?).await
+    }
+
+    /// Appends `messages` to the partition `partitioning` picks, on that partition's
+    /// primary. A message with id 0 gets a fresh id, and one with `origin_timestamp` 0 gets
+    /// the current time, as with the SDK.
+    pub async fn send(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partitioning: Partitioning,
+        mut messages: Vec<Message>,
+    ) -> Result<SendReceipt, ClientError> {
+        stamp_origin_timestamps(&mut messages);
+        let request = Request::Send(SendRequest {
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partitioning,
+            messages,
+        });
+        let Reply::Sent(receipt) = self.request(request).await? else {
+            return Err(ClientError::UnexpectedReply { operation: "send" });
+        };
+        Ok(receipt)
+    }
+
+    /// Reads up to `count` messages of one partition (or of the partition the server picks,
+    /// for `None`) without committing the consumer offset.
+    pub async fn poll(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partition_id: Option<u32>,
+        consumer: Consumer,
+        strategy: PollingStrategy,
+        count: u32,
+    ) -> Result<PollMessagesReply, ClientError> {
+        self.poll_request(PollRequest {
+            consumer,
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partition_id,
+            strategy,
+            count,
+            auto_commit: false,
+        })
+        .await
+    }
+
+    /// A poll with every field given, including `auto_commit`.
+    pub async fn poll_request(
+        &self,
+        request: PollRequest,
+    ) -> Result<PollMessagesReply, ClientError> {
+        let Reply::Polled(reply) = self.request(Request::Poll(request)).await? else {
+            return Err(ClientError::UnexpectedReply { operation: "poll" });
+        };
+        Ok(reply)
+    }
+
+    /// Stores `consumer`'s offset on the partition's primary.
+    pub async fn store_offset(
+        &self,
+        consumer: Consumer,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partition_id: u32,
+        offset: u64,
+    ) -> Result<(), ClientError> {
+        let request = Request::StoreOffset(StoreOffsetRequest {
+            consumer,
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partition_id,
+            offset,
+        });
+        let Reply::OffsetStored = self.request(request).await? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "store offset",
+            });
+        };
+        Ok(())
+    }
+
+    /// Creates a stream.
+    pub async fn create_stream(&self, name: &str) -> Result<StreamDetails, ClientError> {
+        let request = AdminRequest::CreateStream {
+            name: Name::new(name)?,
+        };
+        let Reply::Stream(Some(details)) = self.request(Request::Admin(request)).await? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "create stream",
+            });
+        };
+        Ok(details)
+    }
+
+    /// Creates a topic with `partitions_count` partitions.
+    pub async fn create_topic(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        name: &str,
+        partitions_count: u32,
+    ) -> Result<TopicDetails, ClientError> {
+        let request = AdminRequest::CreateTopic {
+            stream: identifier(stream)?,
+            name: Name::new(name)?,
+            partitions_count,
+        };
+        let Reply::Topic(Some(details)) = self.request(Request::Admin(request)).await? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "create topic",
+            });
+        };
+        Ok(details)
+    }
+
+    /// Adds `partitions_count` partitions to a topic.
+    pub async fn create_partitions(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partitions_count: u32,
+    ) -> Result<(), ClientError> {
+        let request = AdminRequest::CreatePartitions {
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partitions_count,
+        };
+        let Reply::PartitionsCreated = self.request(Request::Admin(request)).await? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "create partitions",
+            });
+        };
+        Ok(())
+    }
+
+    /// A stream's details, or `None` when there is no such stream.
+    pub async fn get_stream(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Option<StreamDetails>, ClientError> {
+        let request = AdminRequest::GetStream {
+            stream: identifier(stream)?,
+        };
+        let Reply::Stream(details) = self.request(Request::Admin(request)).await? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "get stream",
+            });
+        };
+        Ok(details)
+    }
+
+    /// A topic's details, or `None` when there is no such topic.
+    pub async fn get_topic(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Option<TopicDetails>, ClientError> {
+        let request = AdminRequest::GetTopic {
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+        };
+        let Reply::Topic(details) = self.request(Request::Admin(request)).await? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "get topic",
+            });
+        };
+        Ok(details)
+    }
+
+    /// Counters since the client connected: sends, refusals, lookups, reconnects, session
+    /// moves.
+    pub fn stats(&self) -> Stats {
+        *self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Fails every pending request with `RequestError::Shutdown`, closes every connection
+    /// and stops the driver. Every clone sees `ClientError::Closed` afterwards.
+    pub async fn shutdown(&self) {
+        let (done, finished) = oneshot::channel();
+        if self.commands.send(Command::Shutdown { done }).await.is_ok() {
+            let _ = finished.await;
+        }
+    }
+
+    /// Any request: submitted to the router, answered when it completes.
+    pub async fn request(&self, request: Request) -> Result<Reply, ClientError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Submit { request, reply })
+            .await
+            .map_err(|_| ClientError::Closed)?;
+        answer.await.map_err(|_| ClientError::Closed)?
+    }
+}
+
+fn identifier(
+    value: impl TryInto<Identifier, Error: Into<ClientError>>,
+) -> Result<Identifier, ClientError> {
+    value.try_into().map_err(Into::into)
+}
+
+/// The adapter owns the clock: a message without a producer timestamp gets "now", in µs.
+fn stamp_origin_timestamps(messages: &mut [Message]) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+        });
+    for message in messages.iter_mut().filter(|m| m.origin_timestamp == 0) {
+        message.origin_timestamp = now;
+    }
+}
+
+/// The router's seed (client ids, jitter). Two clients must never share one, or their
+/// links would share client ids; the core takes no entropy itself, so the adapter mixes the
+/// clock, the process id and a per-process counter.
+fn seed() -> u64 {
+    static CLIENTS: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+    let count = CLIENTS.fetch_add(1, Ordering::Relaxed);
+    nanos ^ (u64::from(std::process::id()) << 32) ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
