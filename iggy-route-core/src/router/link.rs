@@ -34,8 +34,8 @@ pub(crate) enum Job {
     Request(RequestId, Target),
 }
 
-/// The exchange a link waits on.
-#[derive(Debug)]
+/// The exchange a link waits on. `Debug` shows the frame's length only: a login frame
+/// carries the password.
 pub(crate) struct InFlight {
     pub(crate) job: Job,
     /// Past this instant the node counts as silent and the link is closed.
@@ -44,6 +44,17 @@ pub(crate) struct InFlight {
     pub(crate) frame: Bytes,
     /// When set, the frame is written again at this instant.
     pub(crate) replay_at: Option<Instant>,
+}
+
+impl std::fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlight")
+            .field("job", &self.job)
+            .field("deadline", &self.deadline)
+            .field("frame_len", &self.frame.len())
+            .field("replay_at", &self.replay_at)
+            .finish()
+    }
 }
 
 /// The consumer session a data link was attached to.

@@ -74,7 +74,8 @@ pub enum CloseReason {
 }
 
 /// What the router wants done. Drained with [`Router::poll_output`].
-#[derive(Debug)]
+///
+/// Its `Debug` form shows a `Transmit` by length only: a login frame carries the password.
 #[non_exhaustive]
 pub enum Output {
     /// Open a TCP connection to `addr` (`host:port`) for `link`; report the result with
@@ -108,6 +109,31 @@ pub enum Output {
     },
     /// Something for logs and counters.
     Event(Event),
+}
+
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Connect { link, node, addr } => f
+                .debug_struct("Connect")
+                .field("link", link)
+                .field("node", node)
+                .field("addr", addr)
+                .finish(),
+            Self::Transmit { link, bytes } => f
+                .debug_struct("Transmit")
+                .field("link", link)
+                .field("len", &bytes.len())
+                .finish(),
+            Self::Close { link } => f.debug_struct("Close").field("link", link).finish(),
+            Self::Completed { id, outcome } => f
+                .debug_struct("Completed")
+                .field("id", id)
+                .field("outcome", outcome)
+                .finish(),
+            Self::Event(event) => f.debug_tuple("Event").field(event).finish(),
+        }
+    }
 }
 
 /// What is known of one node.

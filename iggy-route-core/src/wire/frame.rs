@@ -9,8 +9,9 @@ use super::header::{
 };
 use super::{HEADER_SIZE, WireError};
 
-/// One decoded frame.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One decoded frame. `Debug` shows bodies by length only: a login request carries the
+/// password.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Frame {
     /// A client request (command 5).
     Request {
@@ -30,18 +31,46 @@ pub enum Frame {
     Eviction(EvictionHeader),
 }
 
+impl std::fmt::Debug for Frame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Request { header, body } => f
+                .debug_struct("Request")
+                .field("header", header)
+                .field("body_len", &body.len())
+                .finish(),
+            Self::Reply { header, body } => f
+                .debug_struct("Reply")
+                .field("header", header)
+                .field("body_len", &body.len())
+                .finish(),
+            Self::Eviction(header) => f.debug_tuple("Eviction").field(header).finish(),
+        }
+    }
+}
+
 /// Incremental frame decoder.
 ///
 /// Feed it whatever bytes arrive; it consumes from the input only what the current
 /// frame still needs, so it never buffers more than one frame and never allocates
-/// more than `max_frame_size` bytes.
-#[derive(Debug)]
+/// more than `max_frame_size` bytes. `Debug` shows how much is buffered, never the bytes.
 pub struct FrameDecoder {
     max_frame_size: u32,
     buf: Vec<u8>,
     /// The total size of the frame being read, once its header is complete.
     size: Option<usize>,
     poisoned: Option<WireError>,
+}
+
+impl std::fmt::Debug for FrameDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameDecoder")
+            .field("max_frame_size", &self.max_frame_size)
+            .field("buffered", &self.buf.len())
+            .field("size", &self.size)
+            .field("poisoned", &self.poisoned)
+            .finish()
+    }
 }
 
 impl FrameDecoder {

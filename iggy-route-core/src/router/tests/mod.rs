@@ -297,3 +297,86 @@ fn garbage_from_a_node_closes_its_link_and_nothing_panics() {
         "{transcript:?}"
     );
 }
+
+#[test]
+fn credentials_never_appear_in_debug_output() {
+    let now = Instant::now();
+    let secret = "Sup3r-Secret-pw";
+    let config = Config::new(vec![addr(0)], Credentials::user("iggy", secret).unwrap());
+    let mut router = Router::new(config, 1, now);
+    let mut shown = Vec::new();
+    while let Some(output) = router.poll_output() {
+        if let Output::Connect { link, .. } = &output {
+            router.handle_connected(now, *link);
+        }
+        shown.push(format!("{output:?}"));
+    }
+    shown.push(format!("{router:?}"));
+    assert!(
+        shown.iter().any(|s| s.starts_with("Transmit")),
+        "the login was written: {shown:?}"
+    );
+    for text in shown {
+        assert!(!text.contains(secret), "secret in {text}");
+    }
+}
+
+#[test]
+fn malformed_replies_close_the_link_and_the_request_is_retried_elsewhere_or_failed_by_the_rules() {
+    // A reply to nothing, a frame with an unknown command byte, and a size under 256 each
+    // close the link; a send in flight then completes outcome unknown, never twice.
+    let bad_frames: Vec<Vec<u8>> = vec![
+        {
+            let mut frame = vec![0u8; 256];
+            frame[48..52].copy_from_slice(&256u32.to_le_bytes());
+            frame[60] = 77; // unknown command byte
+            frame
+        },
+        {
+            let mut frame = vec![0u8; 256];
+            frame[48..52].copy_from_slice(&10u32.to_le_bytes()); // size below the header
+            frame[60] = 8;
+            frame
+        },
+    ];
+    for bad in bad_frames {
+        let mut h = Harness::new(FakeCluster::new(1, vec![0]));
+        h.send(0);
+        h.take();
+        let request = Request::Send(SendRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::PartitionId(0),
+            messages: vec![Message::default()],
+        });
+        let id = h.router.submit(h.now, request).unwrap();
+        let Some(Output::Transmit { link, .. }) = h.router.poll_output() else {
+            panic!("the send is written");
+        };
+        h.router.handle_read(h.now, link, &bad);
+        h.run();
+        let transcript = h.take();
+        assert!(
+            transcript.contains(&format!("close {link}")),
+            "{transcript:?}"
+        );
+        let completions = transcript
+            .iter()
+            .filter(|l| l.starts_with(&format!("completed {id}")))
+            .count();
+        assert_eq!(completions, 1, "{transcript:?}");
+    }
+    // A frame when nothing is in flight: the coordinator is idle after start-up.
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]));
+    h.take();
+    let (_, reply) = h.cluster.answer(0, &{
+        let header =
+            crate::wire::RequestHeader::new(crate::wire::Operation::NonReplicated, 1, 5, 1, 1, 0);
+        let mut out = bytes::BytesMut::new();
+        crate::wire::encode_request(&header, &[], &mut out);
+        out
+    });
+    h.router.handle_read(h.now, crate::ids::LinkId(1), &reply);
+    h.run();
+    assert!(h.take().contains(&"close link1".to_owned()));
+}
