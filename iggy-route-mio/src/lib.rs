@@ -1,1 +1,49 @@
-//! placeholder
+//! A blocking Apache Iggy 0.11.0 client on `mio` that sends every request to the node that
+//! can admit it, while the session stays where it is. For producers without an async
+//! runtime.
+//!
+//! # How it works
+//! All routing lives in [`iggy_route_core`], a state machine that does no I/O. This crate
+//! only drives it: one I/O thread runs a `mio::Poll` loop that owns the
+//! [`Router`](iggy_route_core::Router) and every socket. It reads each ready socket until
+//! it would block, asks for WRITABLE readiness only while a connection has unsent bytes,
+//! and sleeps no longer than the router's next deadline. A call on [`Client`] sends a
+//! command over a channel, wakes the loop with a `mio::Waker`, and blocks on its own reply
+//! channel until the router's `Completed` output answers it.
+//!
+//! [`Client`] is `Clone + Send + Sync`: producers on several threads share one client,
+//! one I/O thread and one session. The thread stops when [`Client::shutdown`] is called or
+//! the last clone is dropped.
+//!
+//! ```no_run
+//! # fn example() -> Result<(), iggy_route_mio::ClientError> {
+//! use iggy_route_mio::{Client, Message, Partitioning};
+//!
+//! let client = Client::from_connection_string("iggy://iggy:iggy@127.0.0.1:8090")?;
+//! let message = Message { payload: "hello".into(), ..Message::default() };
+//! let receipt = client.send("orders", "events", Partitioning::partition_id(0), vec![message])?;
+//! println!("stored at offset {:?} on {}", receipt.base_offset, receipt.node);
+//! client.shutdown();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Streams and topics are named by number (`1u32`), by name (`"orders"`) or by
+//! [`Identifier`].
+
+mod client;
+mod connection;
+mod error;
+mod io_loop;
+
+pub use client::Client;
+pub use error::ClientError;
+pub use iggy_route_core::partitioning::Partitioning;
+pub use iggy_route_core::wire::{
+    Consumer, ConsumerKind, Identifier, Message, PollMessagesReply, PolledMessage, PollingStrategy,
+    StreamDetails, TopicDetails,
+};
+pub use iggy_route_core::{
+    Config, Credentials, Delivery, PollRequest, Reply, Request, RequestError, SendReceipt, Stats,
+    SubmitError,
+};

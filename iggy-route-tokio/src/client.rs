@@ -299,3 +299,9 @@ fn seed() -> u64 {
     let count = CLIENTS.fetch_add(1, Ordering::Relaxed);
     nanos ^ (u64::from(std::process::id()) << 32) ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
+
+/// Producers on several threads share one client: keep it `Clone + Send + Sync`.
+const _: () = {
+    const fn shareable<T: Clone + Send + Sync>() {}
+    shareable::<Client>();
+};

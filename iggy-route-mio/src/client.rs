@@ -1,0 +1,353 @@
+//! The application's handle: blocking calls, `Clone + Send + Sync`, shared by threads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{
+    Consumer, Identifier, Message, Name, PollMessagesReply, PollingStrategy, StreamDetails,
+    TopicDetails,
+};
+use iggy_route_core::{
+    AdminRequest, Config, PollRequest, Reply, Request, RequestError, Router, SendReceipt,
+    SendRequest, Stats, StoreOffsetRequest,
+};
+use mio::{Poll, Waker};
+
+use crate::error::ClientError;
+use crate::io_loop::{Command, IoLoop, WAKER};
+
+/// `connect` waits this many connect timeouts for the session to sign in.
+const CONNECT_ATTEMPTS: u32 = 3;
+
+/// A blocking Iggy client whose every request goes to the node that can admit it. Clone it
+/// to share one client (one I/O thread, one session) between threads. See the crate
+/// documentation.
+#[derive(Debug, Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+/// What every clone shares. Dropping the last clone stops the I/O thread.
+#[derive(Debug)]
+struct Shared {
+    commands: mpsc::Sender<Command>,
+    waker: Waker,
+    stats: Arc<Mutex<Stats>>,
+    io_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        stop_io_thread(self);
+    }
+}
+
+/// Asks the I/O thread to shut down and waits for it (its sockets are closed on return).
+fn stop_io_thread(shared: &Shared) {
+    if shared.commands.send(Command::Shutdown).is_ok() {
+        let _ = shared.waker.wake();
+    }
+    let thread = shared
+        .io_thread
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(thread) = thread {
+        let _ = thread.join();
+    }
+}
+
+impl Client {
+    /// Starts the I/O thread and returns once the session has signed in on a node of
+    /// `config.seeds`. Fails with `ClientError::ConnectTimedOut` when no node answered
+    /// within a few `config.connect_timeout`s, and with `RequestError::SignIn` when the
+    /// credentials were refused.
+    pub fn connect(config: Config) -> Result<Client, ClientError> {
+        let budget = config.connect_timeout * CONNECT_ATTEMPTS;
+        let poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        let router = Router::new(config, seed(), Instant::now());
+        let (commands, command_queue) = mpsc::channel();
+        let stats = Arc::new(Mutex::new(Stats::default()));
+        let io_loop = IoLoop::new(poll, router, command_queue, Arc::clone(&stats));
+        let io_thread = std::thread::Builder::new()
+            .name("iggy-route-io".to_owned())
+            .spawn(move || tracing::info_span!("iggy_route").in_scope(|| io_loop.run()))?;
+        let client = Client {
+            shared: Arc::new(Shared {
+                commands,
+                waker,
+                stats,
+                io_thread: Mutex::new(Some(io_thread)),
+            }),
+        };
+        // The core reports a signed-in session as an event and a refused sign-in only by
+        // failing pending requests, so a cheap read (served by the session's node) proves
+        // either way.
+        let probe = Request::Admin(AdminRequest::GetStream {
+            stream: Identifier::Numeric(0),
+        });
+        match client.request_within(probe, Some(budget)) {
+            // The server answered the read, so the session is signed in.
+            Ok(_)
+            | Err(ClientError::Request(
+                RequestError::Server { .. } | RequestError::TopicNotFound { .. },
+            )) => Ok(client),
+            Err(error) => {
+                client.shutdown();
+                Err(error)
+            }
+        }
+    }
+
+    /// [`Client::connect`] with Iggy's connection string,
+    /// `iggy://user:password@host:port[,host:port...]`.
+    pub fn from_connection_string(value: &str) -> Result<Client, ClientError> {
+        Self::connect(Config::from_connection_string(value)?)
+    }
+
+    /// Appends `messages` to the partition `partitioning` picks, on that partition's
+    /// primary. A message with id 0 gets a fresh id, and one with `origin_timestamp` 0 gets
+    /// the current time, as with the SDK.
+    pub fn send(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partitioning: Partitioning,
+        mut messages: Vec<Message>,
+    ) -> Result<SendReceipt, ClientError> {
+        stamp_origin_timestamps(&mut messages);
+        let request = Request::Send(SendRequest {
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partitioning,
+            messages,
+        });
+        let Reply::Sent(receipt) = self.request(request)? else {
+            return Err(ClientError::UnexpectedReply { operation: "send" });
+        };
+        Ok(receipt)
+    }
+
+    /// Reads up to `count` messages of one partition (or of the partition the server picks,
+    /// for `None`) without committing the consumer offset.
+    pub fn poll(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partition_id: Option<u32>,
+        consumer: Consumer,
+        strategy: PollingStrategy,
+        count: u32,
+    ) -> Result<PollMessagesReply, ClientError> {
+        self.poll_request(PollRequest {
+            consumer,
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partition_id,
+            strategy,
+            count,
+            auto_commit: false,
+        })
+    }
+
+    /// A poll with every field given, including `auto_commit`.
+    pub fn poll_request(&self, request: PollRequest) -> Result<PollMessagesReply, ClientError> {
+        let Reply::Polled(reply) = self.request(Request::Poll(request))? else {
+            return Err(ClientError::UnexpectedReply { operation: "poll" });
+        };
+        Ok(reply)
+    }
+
+    /// Stores `consumer`'s offset on the partition's primary.
+    pub fn store_offset(
+        &self,
+        consumer: Consumer,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partition_id: u32,
+        offset: u64,
+    ) -> Result<(), ClientError> {
+        let request = Request::StoreOffset(StoreOffsetRequest {
+            consumer,
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partition_id,
+            offset,
+        });
+        let Reply::OffsetStored = self.request(request)? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "store offset",
+            });
+        };
+        Ok(())
+    }
+
+    /// Creates a stream.
+    pub fn create_stream(&self, name: &str) -> Result<StreamDetails, ClientError> {
+        let request = AdminRequest::CreateStream {
+            name: Name::new(name)?,
+        };
+        let Reply::Stream(Some(details)) = self.request(Request::Admin(request))? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "create stream",
+            });
+        };
+        Ok(details)
+    }
+
+    /// Creates a topic with `partitions_count` partitions.
+    pub fn create_topic(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        name: &str,
+        partitions_count: u32,
+    ) -> Result<TopicDetails, ClientError> {
+        let request = AdminRequest::CreateTopic {
+            stream: identifier(stream)?,
+            name: Name::new(name)?,
+            partitions_count,
+        };
+        let Reply::Topic(Some(details)) = self.request(Request::Admin(request))? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "create topic",
+            });
+        };
+        Ok(details)
+    }
+
+    /// Adds `partitions_count` partitions to a topic.
+    pub fn create_partitions(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partitions_count: u32,
+    ) -> Result<(), ClientError> {
+        let request = AdminRequest::CreatePartitions {
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partitions_count,
+        };
+        let Reply::PartitionsCreated = self.request(Request::Admin(request))? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "create partitions",
+            });
+        };
+        Ok(())
+    }
+
+    /// A stream's details, or `None` when there is no such stream.
+    pub fn get_stream(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Option<StreamDetails>, ClientError> {
+        let request = AdminRequest::GetStream {
+            stream: identifier(stream)?,
+        };
+        let Reply::Stream(details) = self.request(Request::Admin(request))? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "get stream",
+            });
+        };
+        Ok(details)
+    }
+
+    /// A topic's details, or `None` when there is no such topic.
+    pub fn get_topic(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Option<TopicDetails>, ClientError> {
+        let request = AdminRequest::GetTopic {
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+        };
+        let Reply::Topic(details) = self.request(Request::Admin(request))? else {
+            return Err(ClientError::UnexpectedReply {
+                operation: "get topic",
+            });
+        };
+        Ok(details)
+    }
+
+    /// Counters since the client connected: sends, refusals, lookups, reconnects, session
+    /// moves.
+    pub fn stats(&self) -> Stats {
+        *self
+            .shared
+            .stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Fails every pending request with `RequestError::Shutdown`, closes every connection
+    /// and stops the I/O thread. Every clone sees `ClientError::Closed` afterwards.
+    pub fn shutdown(&self) {
+        stop_io_thread(&self.shared);
+    }
+
+    /// Any request: submitted to the router, answered when it completes.
+    pub fn request(&self, request: Request) -> Result<Reply, ClientError> {
+        self.request_within(request, None)
+    }
+
+    fn request_within(
+        &self,
+        request: Request,
+        budget: Option<Duration>,
+    ) -> Result<Reply, ClientError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.shared
+            .commands
+            .send(Command::Submit { request, reply })
+            .map_err(|_| ClientError::Closed)?;
+        self.shared.waker.wake()?;
+        match budget {
+            None => answer.recv().map_err(|_| ClientError::Closed)?,
+            Some(after) => match answer.recv_timeout(after) {
+                Ok(outcome) => outcome,
+                Err(mpsc::RecvTimeoutError::Timeout) => Err(ClientError::ConnectTimedOut { after }),
+                Err(mpsc::RecvTimeoutError::Disconnected) => Err(ClientError::Closed),
+            },
+        }
+    }
+}
+
+fn identifier(
+    value: impl TryInto<Identifier, Error: Into<ClientError>>,
+) -> Result<Identifier, ClientError> {
+    value.try_into().map_err(Into::into)
+}
+
+/// The adapter owns the clock: a message without a producer timestamp gets "now", in µs.
+fn stamp_origin_timestamps(messages: &mut [Message]) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+        });
+    for message in messages.iter_mut().filter(|m| m.origin_timestamp == 0) {
+        message.origin_timestamp = now;
+    }
+}
+
+/// The router's seed (client ids, jitter). Two clients must never share one, or their
+/// links would share client ids; the core takes no entropy itself, so the adapter mixes the
+/// clock, the process id and a per-process counter.
+fn seed() -> u64 {
+    static CLIENTS: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+    let count = CLIENTS.fetch_add(1, Ordering::Relaxed);
+    nanos ^ (u64::from(std::process::id()) << 32) ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Producers on several threads share one client: keep it `Clone + Send + Sync`.
+const _: () = {
+    const fn shareable<T: Clone + Send + Sync>() {}
+    shareable::<Client>();
+};

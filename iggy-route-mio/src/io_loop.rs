@@ -1,0 +1,358 @@
+//! The I/O thread: one `mio::Poll` loop that owns the [`Router`] and every socket, and
+//! follows the router's drive contract: feed one input, drain `poll_output` to `None`
+//! carrying out each output, then poll until the next readiness, command or deadline.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::mpsc::{self, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use iggy_route_core::{
+    CloseReason, ConnectError, Event, LinkId, Output, Reply, Request, RequestId, Router, Stats,
+};
+use mio::event::Event as Readiness;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use tracing::{debug, debug_span, error, info, warn};
+
+use crate::connection::{ConnectState, Connection};
+use crate::error::ClientError;
+
+/// The token of the waker that announces commands.
+pub(crate) const WAKER: Token = Token(usize::MAX);
+
+/// Commands taken per wake-up, so a flood of requests cannot starve the sockets.
+const MAX_COMMANDS_PER_WAKE: usize = 64;
+
+/// Bytes asked for per read.
+const READ_CHUNK: usize = 64 * 1024;
+
+pub(crate) type ReplySender = mpsc::SyncSender<Result<Reply, ClientError>>;
+
+/// What a [`crate::Client`] asks of the I/O thread.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Submit {
+        request: Request,
+        reply: ReplySender,
+    },
+    Shutdown,
+}
+
+#[derive(Debug)]
+pub(crate) struct IoLoop {
+    poll: Poll,
+    router: Router,
+    connections: HashMap<LinkId, Connection>,
+    pending: HashMap<RequestId, ReplySender>,
+    commands: mpsc::Receiver<Command>,
+    stats: Arc<Mutex<Stats>>,
+    read_buffer: Vec<u8>,
+}
+
+impl IoLoop {
+    pub(crate) fn new(
+        poll: Poll,
+        router: Router,
+        commands: mpsc::Receiver<Command>,
+        stats: Arc<Mutex<Stats>>,
+    ) -> Self {
+        Self {
+            poll,
+            router,
+            connections: HashMap::new(),
+            pending: HashMap::new(),
+            commands,
+            stats,
+            read_buffer: vec![0; READ_CHUNK],
+        }
+    }
+
+    /// Runs until a `Shutdown` command, or until every client handle is gone.
+    pub(crate) fn run(mut self) {
+        // `Router::new` queued the first connect.
+        self.drain();
+        let mut events = Events::with_capacity(256);
+        let mut commands_left = false;
+        loop {
+            let timeout = if commands_left {
+                Some(Duration::ZERO)
+            } else {
+                let deadline = self.router.poll_timeout();
+                deadline.map(|at| at.saturating_duration_since(Instant::now()))
+            };
+            if let Err(error) = self.poll.poll(&mut events, timeout) {
+                if error.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                error!(%error, "mio poll failed; shutting the client down");
+                self.shutdown();
+                return;
+            }
+            let mut woken = commands_left;
+            for event in &events {
+                if event.token() == WAKER {
+                    woken = true;
+                } else {
+                    self.socket_ready(event);
+                }
+            }
+            if woken {
+                match self.take_commands() {
+                    Some(more) => commands_left = more,
+                    None => return,
+                }
+            }
+            if self
+                .router
+                .poll_timeout()
+                .is_some_and(|at| Instant::now() >= at)
+            {
+                self.router.handle_timeout(Instant::now());
+                self.drain();
+            }
+            self.update_interests();
+        }
+    }
+
+    /// Up to `MAX_COMMANDS_PER_WAKE` commands; `Some(true)` when more are waiting, `None`
+    /// when the loop must end.
+    fn take_commands(&mut self) -> Option<bool> {
+        for _ in 0..MAX_COMMANDS_PER_WAKE {
+            match self.commands.try_recv() {
+                Ok(Command::Submit { request, reply }) => {
+                    match self.router.submit(Instant::now(), request) {
+                        Ok(id) => {
+                            self.pending.insert(id, reply);
+                        }
+                        Err(error) => {
+                            let _ = reply.send(Err(error.into()));
+                        }
+                    }
+                    self.drain();
+                }
+                Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => {
+                    self.shutdown();
+                    return None;
+                }
+                Err(TryRecvError::Empty) => return Some(false),
+            }
+        }
+        Some(true)
+    }
+
+    fn socket_ready(&mut self, readiness: &Readiness) {
+        let link = LinkId(readiness.token().0 as u64);
+        let Some(connection) = self.connections.get_mut(&link) else {
+            return;
+        };
+        let span = connection.span.clone();
+        let _entered = span.enter();
+        if !connection.connected {
+            match connection.check_connect() {
+                ConnectState::Pending => return,
+                ConnectState::Connected => {
+                    debug!("connected");
+                    self.router.handle_connected(Instant::now(), link);
+                    self.drain();
+                }
+                ConnectState::Failed(error) => {
+                    debug!(%error, "connect failed");
+                    self.forget(link);
+                    let reason = connect_error(&error);
+                    self.router
+                        .handle_connect_failed(Instant::now(), link, reason);
+                    self.drain();
+                    return;
+                }
+            }
+        }
+        if readiness.is_readable() || readiness.is_read_closed() || readiness.is_error() {
+            self.read_until_blocked(link);
+        }
+        if readiness.is_writable() {
+            self.flush(link);
+            self.drain();
+        }
+    }
+
+    /// Reads the socket until it would block, feeding every chunk to the router.
+    fn read_until_blocked(&mut self, link: LinkId) {
+        loop {
+            let Some(connection) = self.connections.get_mut(&link) else {
+                return;
+            };
+            let reason = match connection.read(&mut self.read_buffer) {
+                Ok(None) => return,
+                Ok(Some(0)) => CloseReason::Peer,
+                Ok(Some(read)) => {
+                    let bytes = &self.read_buffer[..read];
+                    self.router.handle_read(Instant::now(), link, bytes);
+                    self.drain();
+                    continue;
+                }
+                Err(error) => CloseReason::Io(error.to_string()),
+            };
+            self.forget(link);
+            self.router.handle_closed(Instant::now(), link, reason);
+            self.drain();
+            return;
+        }
+    }
+
+    /// Writes what the link has queued. A write error ends the link; the router is told,
+    /// and the caller drains.
+    fn flush(&mut self, link: LinkId) {
+        let Some(connection) = self.connections.get_mut(&link) else {
+            return;
+        };
+        if let Err(error) = connection.flush() {
+            self.forget(link);
+            let reason = CloseReason::Io(error.to_string());
+            self.router.handle_closed(Instant::now(), link, reason);
+        }
+    }
+
+    /// Step 2 of the drive contract: carry out every queued output.
+    fn drain(&mut self) {
+        while let Some(output) = self.router.poll_output() {
+            match output {
+                Output::Connect { link, node, addr } => self.connect(link, node, &addr),
+                Output::Transmit { link, bytes } => match self.connections.get_mut(&link) {
+                    Some(connection) => {
+                        connection.queue(bytes);
+                        self.flush(link);
+                    }
+                    None => error!(%link, "transmit on a link the adapter does not know"),
+                },
+                Output::Close { link } => self.forget(link),
+                Output::Completed { id, outcome } => {
+                    if let Some(reply) = self.pending.remove(&id) {
+                        // The caller may have stopped waiting; the outcome is then unused.
+                        let _ = reply.send(outcome.map_err(ClientError::from));
+                    }
+                }
+                Output::Event(event) => log_event(&event),
+                other => debug!(?other, "output of a newer core ignored"),
+            }
+        }
+        let stats = self.router.stats();
+        *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = stats;
+    }
+
+    /// Starts a non-blocking connect. A failure to even start is reported at once (inside
+    /// the drain, which then carries on with what it queues).
+    fn connect(&mut self, link: LinkId, node: iggy_route_core::NodeId, addr: &str) {
+        let span = debug_span!("link", %link, %node, %addr);
+        let started = resolve(addr).and_then(|socket_addr| {
+            let mut stream = TcpStream::connect(socket_addr).map_err(|e| connect_error(&e))?;
+            let token = usize::try_from(link.0)
+                .map(Token)
+                .map_err(|_| ConnectError::Other("link id exceeds the token space".into()))?;
+            let interest = Interest::READABLE | Interest::WRITABLE;
+            self.poll
+                .registry()
+                .register(&mut stream, token, interest)
+                .map_err(|e| ConnectError::Other(e.to_string()))?;
+            Ok(Connection::new(stream, interest, span.clone()))
+        });
+        match started {
+            Ok(connection) => {
+                self.connections.insert(link, connection);
+            }
+            Err(reason) => {
+                span.in_scope(|| debug!(%reason, "connect failed to start"));
+                self.router
+                    .handle_connect_failed(Instant::now(), link, reason);
+            }
+        }
+    }
+
+    /// Drops a link's socket (closing it). The router has forgotten or is told separately.
+    fn forget(&mut self, link: LinkId) {
+        if let Some(mut connection) = self.connections.remove(&link) {
+            let _ = self.poll.registry().deregister(&mut connection.stream);
+        }
+    }
+
+    /// WRITABLE interest only while a link has unsent bytes (or is still connecting).
+    fn update_interests(&mut self) {
+        let mut failed = Vec::new();
+        for (&link, connection) in &mut self.connections {
+            let wanted = connection.wanted_interest();
+            if wanted == connection.registered {
+                continue;
+            }
+            let token = Token(link.0 as usize);
+            match self
+                .poll
+                .registry()
+                .reregister(&mut connection.stream, token, wanted)
+            {
+                Ok(()) => connection.registered = wanted,
+                Err(error) => failed.push((link, error)),
+            }
+        }
+        for (link, error) in failed {
+            self.forget(link);
+            let reason = CloseReason::Io(error.to_string());
+            self.router.handle_closed(Instant::now(), link, reason);
+            self.drain();
+        }
+    }
+
+    fn shutdown(&mut self) {
+        self.router.shutdown(Instant::now());
+        self.drain();
+        let links: Vec<LinkId> = self.connections.keys().copied().collect();
+        for link in links {
+            self.forget(link);
+        }
+        // Anything left was never accepted by the router; its caller sees `Closed`.
+        self.pending.clear();
+    }
+}
+
+/// The core hands out `host:port` strings; resolving them is the transport's job.
+fn resolve(addr: &str) -> Result<SocketAddr, ConnectError> {
+    addr.to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.next())
+        .ok_or(ConnectError::Resolve)
+}
+
+fn connect_error(error: &io::Error) -> ConnectError {
+    let unreachable = matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::TimedOut
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+            | io::ErrorKind::AddrNotAvailable
+    );
+    if unreachable {
+        ConnectError::Unreachable
+    } else {
+        ConnectError::Other(error.to_string())
+    }
+}
+
+/// The router's observability events, as `tracing` events. Refusals are expected network
+/// behaviour, so nothing here is an error.
+fn log_event(event: &Event) {
+    match event {
+        Event::LinkUp { link, node, role } => debug!(%link, %node, ?role, "link up"),
+        Event::LinkDown { link, node, role } => debug!(%link, %node, ?role, "link down"),
+        Event::RouteLearned { partition, node } => debug!(%partition, %node, "route learned"),
+        Event::Refused { request, node } => {
+            debug!(%request, %node, "refused by a node that is not the primary; rerouting")
+        }
+        Event::DiscoveryByRefusal => {
+            info!("the cluster has no routing commands; discovering primaries by refusal")
+        }
+        Event::SessionMoved { from, to } => warn!(%from, %to, "session moved: node unreachable"),
+        other => debug!(?other, "router event"),
+    }
+}
