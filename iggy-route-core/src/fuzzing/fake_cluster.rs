@@ -1,5 +1,6 @@
-//! A tiny in-memory cluster that answers the router's frames, for transcript tests of the
-//! outer face. Deliberately minimal: the full node model lives in the tests crate.
+//! A tiny in-memory cluster that answers the router's frames, for the transcript tests of
+//! the outer face and the `router_ops` fuzz target. Deliberately minimal (topic 1/1 only,
+//! sends, lookups, reads): the full node model lives in the tests crate.
 #![allow(clippy::wildcard_enum_match_arm)]
 
 use std::collections::BTreeMap;
@@ -16,28 +17,37 @@ use crate::wire::{
     TopicSummary, code, decode_one, put_result_ok,
 };
 
-pub(super) fn addr(node: usize) -> String {
+/// The address of fake node `node`.
+pub fn addr(node: usize) -> String {
     format!("127.0.0.1:{}", 9000 + node)
 }
 
+/// The fake cluster's whole state.
 #[derive(Debug)]
-pub(super) struct FakeCluster {
-    pub(super) nodes: usize,
-    pub(super) leader: usize,
-    pub(super) partitions: u32,
+pub struct FakeCluster {
+    /// How many nodes.
+    pub nodes: usize,
+    /// The metadata leader.
+    pub leader: usize,
+    /// Partitions of topic 1/1.
+    pub partitions: u32,
     /// Primary node of each partition of topic 1/1.
-    pub(super) primaries: Vec<usize>,
+    pub primaries: Vec<usize>,
     /// Answer 103 with InvalidCommand, as servers without routing commands do.
-    pub(super) routing_commands: bool,
-    pub(super) next_session: u64,
+    pub routing_commands: bool,
+    /// The last session handed out.
+    pub next_session: u64,
     /// Per partition: offsets assigned so far.
-    pub(super) logs: BTreeMap<u32, u64>,
-    pub(super) logins: usize,
-    pub(super) refusals: usize,
+    pub logs: BTreeMap<u32, u64>,
+    /// Logins served.
+    pub logins: usize,
+    /// Sends refused (status 58).
+    pub refusals: usize,
 }
 
 impl FakeCluster {
-    pub(super) fn new(nodes: usize, primaries: Vec<usize>) -> Self {
+    /// `nodes` nodes; partition `p`'s primary is `primaries[p]`.
+    pub fn new(nodes: usize, primaries: Vec<usize>) -> Self {
         Self {
             nodes,
             leader: 0,
@@ -52,7 +62,7 @@ impl FakeCluster {
     }
 
     /// The reply to one request frame received by `node`, and a short name for the request.
-    pub(super) fn answer(&mut self, node: usize, frame: &[u8]) -> (String, Bytes) {
+    pub fn answer(&mut self, node: usize, frame: &[u8]) -> (String, Bytes) {
         let Ok(Frame::Request { header, body }) = decode_one(frame) else {
             panic!("router sent something that is not one request frame");
         };
@@ -76,7 +86,7 @@ impl FakeCluster {
                 let Partitioning::PartitionId(p) = request.partitioning else {
                     panic!("the router must resolve partitions itself");
                 };
-                if self.primaries[p as usize] == node {
+                if self.primaries.get(p as usize) == Some(&node) {
                     let offset = self.logs.entry(p).or_insert(0);
                     let base = *offset;
                     *offset += request.messages.len() as u64;
@@ -134,7 +144,7 @@ impl FakeCluster {
                 }
                 let request = PollMessagesRequest::decode(body).unwrap_or_else(|e| panic!("{e}"));
                 let p = request.partition_id.unwrap_or(0);
-                let primary = self.primaries[p as usize];
+                let primary = self.primaries.get(p as usize).copied().unwrap_or(0);
                 PollRouting {
                     consumer_session: ConsumerSession {
                         client_id: header.client,
@@ -198,4 +208,4 @@ impl FakeCluster {
 }
 
 /// Which node each link leads to.
-pub(super) type Links = BTreeMap<LinkId, usize>;
+pub type Links = BTreeMap<LinkId, usize>;

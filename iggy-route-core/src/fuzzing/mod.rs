@@ -1,5 +1,10 @@
 //! Fuzzing entry points (not part of the public API).
 
+pub mod fake_cluster;
+mod router_ops;
+
+pub use router_ops::{OpsSummary, router_ops};
+
 use bytes::BytesMut;
 
 use crate::wire::{

@@ -2,8 +2,6 @@
 //! in-memory cluster, each output recorded as a short line.
 #![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
 
-mod fake;
-
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -11,11 +9,11 @@ use bytes::Bytes;
 use super::{Output, Router};
 use crate::config::{Config, Credentials};
 use crate::event::Event;
+use crate::fuzzing::fake_cluster::{FakeCluster, Links, addr};
 use crate::ids::RequestId;
 use crate::partitioning::Partitioning;
 use crate::request::{Request, SendRequest};
 use crate::wire::{Identifier, Message};
-use fake::{FakeCluster, Links, addr};
 
 /// A router wired to a fake cluster: every transmit is answered at once.
 struct Harness {

@@ -1,0 +1,105 @@
+//! Replays the committed `router_ops` fuzz corpus, and runs the same target over random
+//! inputs, so CI exercises it without a fuzzer.
+//!
+//! Regenerate the seeds with
+//! `IGGY_ROUTE_WRITE_CORPUS=1 cargo test -p iggy-route-core --test router_ops -- --ignored`.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use proptest::prelude::*;
+
+fn corpus_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/router_ops")
+}
+
+#[test]
+fn every_corpus_file_replays_without_breaking_a_promise() {
+    let mut files: Vec<_> = std::fs::read_dir(corpus_dir())
+        .expect("the router_ops corpus folder exists")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_file())
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 10,
+        "the router_ops corpus holds {} files",
+        files.len()
+    );
+    for path in files {
+        let data = std::fs::read(&path).unwrap();
+        let summary = iggy_route_core::fuzzing::router_ops(Instant::now(), &data);
+        let name = path.file_name().unwrap().to_string_lossy();
+        if !name.starts_with("random") {
+            // The hand-written seeds get past sign-in and lookups to admitted sends.
+            assert!(summary.succeeded > 0, "{name}: {summary:?}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_operation_sequences_never_break_a_promise(data in prop::collection::vec(any::<u8>(), 0..600)) {
+        iggy_route_core::fuzzing::router_ops(Instant::now(), &data);
+    }
+}
+
+/// Seeds: hand-written sequences (the happy path, the bug report's alternation, refusals
+/// after a moved primary, link loss, garbage) and a few pseudo-random ones.
+#[test]
+#[ignore = "writes the corpus; run with IGGY_ROUTE_WRITE_CORPUS=1 when the op encoding changes"]
+fn write_corpus() {
+    if std::env::var_os("IGGY_ROUTE_WRITE_CORPUS").is_none() {
+        return;
+    }
+    let connect = [1u8, 0];
+    let answer = [2u8, 0];
+    let mut seeds: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut happy = vec![0b0000_0100u8];
+    for _ in 0..6 {
+        happy.extend(connect);
+        happy.extend(answer);
+    }
+    for p in 0..4u8 {
+        happy.extend([0, p << 2]);
+        for _ in 0..6 {
+            happy.extend(connect);
+            happy.extend([2, p * 7]);
+        }
+    }
+    seeds.push(("happy".into(), happy.clone()));
+    let mut moved = happy.clone();
+    moved.extend([5, 0b0000_0100]);
+    for _ in 0..10 {
+        moved.extend([0, 0]);
+        moved.extend(connect);
+        moved.extend(answer);
+    }
+    seeds.push(("moved-primary".into(), moved));
+    let mut discovery = vec![0x40u8];
+    discovery.extend(&happy[1..]);
+    seeds.push(("discovery".into(), discovery));
+    let mut lossy = happy.clone();
+    lossy.extend([3, 0, 0, 1, 1, 0x80, 4, 200, 1, 0, 2, 0, 6, 17]);
+    seeds.push(("lossy".into(), lossy));
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    for i in 0..12 {
+        let len = 64 + i * 37;
+        let data: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        seeds.push((format!("random-{i:02}"), data));
+    }
+    std::fs::create_dir_all(corpus_dir()).unwrap();
+    for (name, data) in seeds {
+        std::fs::write(corpus_dir().join(name), data).unwrap();
+    }
+}
