@@ -681,3 +681,58 @@ fn time_going_backwards_is_taken_as_the_last_instant() {
     drain(&mut routing);
     assert_eq!(routing.poll_timeout(), Some(t0 + Duration::from_secs(35)));
 }
+
+#[test]
+fn oversized_messages_and_frames_are_refused_before_anything_is_sent() {
+    let t0 = Instant::now();
+    let mut config = config();
+    config.max_frame_size = 4096;
+    let mut routing = Routing::new(config, 1, t0);
+    let big = |len: usize| {
+        Request::Send(SendRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::Balanced,
+            messages: vec![Message {
+                payload: Bytes::from(vec![7u8; len]),
+                ..Message::default()
+            }],
+        })
+    };
+    assert!(matches!(
+        routing.submit(t0, big(8192)).unwrap_err(),
+        SubmitError::FrameTooLarge { max: 4096, .. }
+    ));
+    let mut roomy = Routing::new(
+        Config {
+            max_frame_size: u32::MAX,
+            ..self::config()
+        },
+        1,
+        t0,
+    );
+    assert!(matches!(
+        roomy.submit(t0, big(64_000_001)).unwrap_err(),
+        SubmitError::Invalid(crate::wire::WireError::InvalidLength {
+            field: "payload",
+            ..
+        })
+    ));
+    let bad_headers = Request::Send(SendRequest {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitioning: Partitioning::Balanced,
+        messages: vec![Message {
+            user_headers: Bytes::from_static(&[9, 9, 9]),
+            ..Message::default()
+        }],
+    });
+    assert!(matches!(
+        roomy.submit(t0, bad_headers).unwrap_err(),
+        SubmitError::Invalid(_)
+    ));
+    assert!(
+        drain(&mut routing).is_empty() && drain(&mut roomy).is_empty(),
+        "nothing was sent"
+    );
+}
