@@ -39,6 +39,8 @@ pub struct FakeCluster {
     pub next_session: u64,
     /// Per partition: offsets assigned so far.
     pub logs: BTreeMap<u32, u64>,
+    /// Evict every login with `InvalidCredentials`, as a server does for a bad password.
+    pub refuse_logins: bool,
     /// Logins served.
     pub logins: usize,
     /// Sends refused (status 58).
@@ -55,6 +57,7 @@ impl FakeCluster {
             primaries,
             routing_commands: true,
             next_session: 100,
+            refuse_logins: false,
             logs: BTreeMap::new(),
             logins: 0,
             refusals: 0,
@@ -68,6 +71,18 @@ impl FakeCluster {
         };
         let mut out = BytesMut::new();
         let (name, status, commit) = match header.operation {
+            Operation::Register if self.refuse_logins => {
+                let eviction = crate::wire::EvictionHeader {
+                    cluster: 0,
+                    client: header.client,
+                    server_protocol_version: 0,
+                    server_protocol_version_min: 0,
+                    reason: crate::wire::EvictionReason::InvalidCredentials,
+                };
+                let mut frame = BytesMut::new();
+                eviction.encode(&mut frame);
+                return ("LOGIN EVICTED".to_owned(), frame.freeze());
+            }
             Operation::Register => {
                 self.logins += 1;
                 self.next_session += 1;

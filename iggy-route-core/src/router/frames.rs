@@ -150,10 +150,21 @@ impl Router {
     /// session fails with the server's reason, and the node backs off before the next try.
     fn sign_in_failed(&mut self, now: Instant, link_id: LinkId, code: ErrorCode) {
         warn!(link = %link_id, %code, "sign-in refused");
+        // Closing a link that never signed in counts as a failure of its node: it backs
+        // off, and a coordinator moves on (see `link_gone`).
         self.close_link(now, link_id);
-        self.routing.fail_all(now, RequestError::SignIn { code });
-        self.coordinator.queue.clear();
-        self.ready.clear();
+        let terminal = matches!(
+            code,
+            ErrorCode::InvalidCredentials
+                | ErrorCode::InvalidPersonalAccessToken
+                | ErrorCode::IncompatibleProtocolVersion
+                | ErrorCode::InvalidFormat
+        );
+        if terminal {
+            // Nothing can succeed with these credentials: say so now rather than at each
+            // request's deadline. Queued work stays queued and is released as not sent.
+            self.routing.fail_all(now, RequestError::SignIn { code });
+        }
     }
 
     fn roster_reply(&mut self, now: Instant, header: &ReplyHeader, body: Bytes) {

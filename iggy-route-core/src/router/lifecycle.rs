@@ -204,7 +204,10 @@ impl Router {
         let Some(link) = self.links.remove(&link_id) else {
             return;
         };
-        if link.state == LinkState::Connecting {
+        if link.state != LinkState::Ready {
+            // Gone before it signed in (refused, evicted, or closed by the peer at once): a
+            // failure of its node, with backoff, exactly like a failed connect. Otherwise a
+            // node that accepts and drops every connection would be redialled in a loop.
             self.links.insert(link_id, link);
             self.connect_failed(now, link_id);
             return;

@@ -378,3 +378,55 @@ fn malformed_replies_close_the_link_and_the_request_is_retried_elsewhere_or_fail
     h.run();
     assert!(h.take().contains(&"close link1".to_owned()));
 }
+
+#[test]
+fn refused_credentials_fail_pending_requests_and_every_redial_waits_for_its_backoff() {
+    let mut cluster = FakeCluster::new(2, vec![0]);
+    cluster.refuse_logins = true;
+    let mut h = Harness::new(cluster);
+    let start = h.take();
+    assert_eq!(
+        start[..3],
+        ["connect link1 node0", "link1 LOGIN EVICTED", "close link1"]
+    );
+    let request = Request::Send(SendRequest {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitioning: Partitioning::PartitionId(0),
+        messages: vec![Message::default()],
+    });
+    let id = h.router.submit(h.now, request).unwrap();
+    let mut dials: Vec<(Instant, String)> = Vec::new();
+    let mut failed = false;
+    for _ in 0..30 {
+        h.run();
+        for line in h.take() {
+            if line.starts_with("connect") {
+                dials.push((h.now, line.rsplit(' ').next().unwrap().to_owned()));
+            }
+            failed |= line == format!("completed {id} err sign-in failed: InvalidCredentials (42)");
+        }
+        let next = h.router.poll_timeout().unwrap();
+        assert!(next > h.now, "the router waits before dialling again");
+        h.now = next;
+        h.router.handle_timeout(h.now);
+    }
+    assert!(failed, "the pending send fails with the server's reason");
+    for node in ["node0", "node1"] {
+        let times: Vec<Instant> = dials
+            .iter()
+            .filter(|(_, n)| n == node)
+            .map(|(t, _)| *t)
+            .collect();
+        assert!(times.len() >= 3, "{node} was retried: {times:?}");
+        let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(
+            gaps.iter().all(|g| *g >= Duration::from_millis(25)),
+            "{node}: {gaps:?}"
+        );
+        assert!(
+            gaps.last() > gaps.first(),
+            "{node}: the backoff grows: {gaps:?}"
+        );
+    }
+}
