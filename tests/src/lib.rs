@@ -2,3 +2,4 @@
 //! benchmarks for iggy-route.
 
 pub mod cluster;
+pub mod demo;

@@ -1,0 +1,153 @@
+//! `iggy-route-demo`: the same producer load through iggy-route (tokio and mio) and the
+//! published SDK 0.11.0, with partition primaries on one node and split over three, side
+//! by side. See `iggy_route_tests::demo`.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use iggy_route_core::{Config, Credentials};
+use iggy_route_tests::demo::report::{self, Row};
+use iggy_route_tests::demo::runner::{self, Runtimes};
+use iggy_route_tests::demo::{ClientKind, Load, NODES, PARTITIONS, Scenario};
+
+/// Producer throughput and send latency of iggy-route versus the Iggy SDK 0.11.0 when
+/// partition primaries are on one node and when they are split over nodes.
+#[derive(Debug, Parser)]
+#[command(name = "iggy-route-demo", version)]
+struct Args {
+    /// Duration of each run, in seconds (sends in flight at the end are waited for).
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Print one JSON object with every result as the last line of stdout.
+    #[arg(long)]
+    json: bool,
+    /// Run the iggy-route clients against this real cluster (`host:port,...`) instead of
+    /// the embedded one.
+    #[arg(long, value_name = "HOST:PORT,...")]
+    cluster: Option<String>,
+    /// Username for `--cluster`.
+    #[arg(long, default_value = "iggy")]
+    username: String,
+    /// Password for `--cluster`.
+    #[arg(long, default_value = "iggy")]
+    password: String,
+    /// Clients to run, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientKind::RouteTokio, ClientKind::RouteMio, ClientKind::Sdk])]
+    clients: Vec<ClientKind>,
+    /// Scenarios to run on the embedded cluster, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Scenario::Single, Scenario::Split])]
+    scenarios: Vec<Scenario>,
+    /// Keep the SDK's default `nodelay=false` (Nagle on: ~40 ms per send on loopback).
+    #[arg(long)]
+    sdk_nagle: bool,
+    /// Concurrent producers per client.
+    #[arg(long, default_value_t = 12)]
+    producers: usize,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    if !(args.seconds > 0.0 && args.seconds.is_finite()) || args.producers == 0 {
+        eprintln!("--seconds must be positive and --producers at least 1");
+        return ExitCode::FAILURE;
+    }
+    let load = Load {
+        producers: args.producers,
+        batch_messages: 100,
+        payload_bytes: 100,
+        duration: Duration::from_secs_f64(args.seconds),
+        drain_grace: Duration::from_secs(30),
+        sdk_nodelay: !args.sdk_nagle,
+    };
+    let runtimes = match Runtimes::new(2) {
+        Ok(runtimes) => runtimes,
+        Err(error) => {
+            eprintln!("cannot start the tokio runtimes: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rows = match &args.cluster {
+        Some(cluster) => run_external(&runtimes, &args, cluster, &load),
+        None => run_embedded(&runtimes, &args, &load),
+    };
+    println!();
+    print!("{}", report::table(&rows));
+    if rows.iter().any(|row| row.scenario == Scenario::External) {
+        println!("* refusals counted by the client (a real cluster exposes no refusal counter)");
+    }
+    for warning in report::warnings(&rows) {
+        println!("{warning}");
+    }
+    if args.json {
+        println!("{}", report::json(&rows));
+    }
+    if rows.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
+    println!(
+        "iggy-route demo: {NODES}-node loopback cluster, topic of {PARTITIONS} partitions, \
+         {} producers, batches of {} messages of {} B, {:.1} s per run, fresh cluster per run; SDK with nodelay={}",
+        load.producers,
+        load.batch_messages,
+        load.payload_bytes,
+        load.duration.as_secs_f64(),
+        load.sdk_nodelay
+    );
+    let mut rows = Vec::new();
+    for &scenario in &args.scenarios {
+        if scenario == Scenario::External {
+            eprintln!("scenario external needs --cluster; skipped");
+            continue;
+        }
+        for &client in &args.clients {
+            match runner::run_embedded(runtimes, client, scenario, load) {
+                Ok(row) => rows.push(row),
+                Err(error) => eprintln!("{client} {scenario}: run failed: {error}"),
+            }
+        }
+    }
+    rows
+}
+
+fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) -> Vec<Row> {
+    let seeds: Vec<String> = cluster
+        .split(',')
+        .map(str::trim)
+        .filter(|seed| !seed.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let credentials = match Credentials::user(args.username.as_str(), args.password.as_str()) {
+        Ok(credentials) => credentials,
+        Err(error) => {
+            eprintln!("invalid credentials: {error}");
+            return Vec::new();
+        }
+    };
+    println!(
+        "iggy-route demo against {cluster}: {} producers, batches of {} messages of {} B, \
+         {:.1} s per run, on the cluster's current primaries",
+        load.producers,
+        load.batch_messages,
+        load.payload_bytes,
+        load.duration.as_secs_f64()
+    );
+    let mut rows = Vec::new();
+    for &client in &args.clients {
+        if !client.is_iggy_route() {
+            eprintln!("{client} runs only against the embedded cluster; skipped");
+            continue;
+        }
+        let config = Config::new(seeds.clone(), credentials.clone());
+        match runner::run_external(runtimes, client, config, load) {
+            Ok(row) => rows.push(row),
+            Err(error) => eprintln!("{client} external: run failed: {error}"),
+        }
+    }
+    rows
+}

@@ -1,0 +1,285 @@
+//! What every client's producers share: the batch they send, the key of each batch, the
+//! tally of each producer, the merged measurement of a run and the progress line.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+
+use super::Load;
+
+/// Latencies are recorded in µs, from 1 µs to 10 minutes, to 3 significant digits.
+const LATENCY_MAX_MICROS: u64 = 600_000_000;
+
+/// How often the progress line is redrawn.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// An empty latency histogram in µs.
+pub fn latency_histogram() -> Histogram<u64> {
+    // The bounds are constants that hdrhistogram accepts (1 <= low, high >= 2 * low).
+    Histogram::new_with_bounds(1, LATENCY_MAX_MICROS, 3)
+        .unwrap_or_else(|error| unreachable!("constant histogram bounds: {error}"))
+}
+
+/// The payload every message carries. One buffer shared by every message (a `Bytes`
+/// clone is a reference count), so the clients compete on routing, not on allocation.
+pub fn payload(load: &Load) -> Bytes {
+    Bytes::from(
+        (0..load.payload_bytes)
+            .map(|index| b'a' + (index % 26) as u8)
+            .collect::<Vec<u8>>(),
+    )
+}
+
+/// The messages key of one batch. Every batch of every producer has its own key, so
+/// consecutive sends hash to different partitions: the producer of the bug report.
+pub fn batch_key(producer: usize, batch: u64) -> u64 {
+    ((producer as u64) << 40) ^ batch.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The deadlines of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct RunClock {
+    /// When the load started.
+    pub started: Instant,
+    /// No send starts after this instant.
+    pub deadline: Instant,
+    /// A send still pending at this instant is cut off.
+    pub cut_off: Instant,
+}
+
+impl RunClock {
+    /// Starts the clock now.
+    pub fn start(load: &Load) -> Self {
+        let started = Instant::now();
+        Self {
+            started,
+            deadline: started + load.duration,
+            cut_off: started + load.duration + load.drain_grace,
+        }
+    }
+}
+
+/// One producer's record of its sends.
+#[derive(Debug)]
+pub struct ProducerTally {
+    latency_micros: Histogram<u64>,
+    acked_messages: u64,
+    sends: u64,
+    failed_sends: u64,
+    late_sends: u64,
+    cut_off_sends: u64,
+    first_error: Option<String>,
+    finished: Option<Instant>,
+}
+
+impl Default for ProducerTally {
+    fn default() -> Self {
+        Self {
+            latency_micros: latency_histogram(),
+            acked_messages: 0,
+            sends: 0,
+            failed_sends: 0,
+            late_sends: 0,
+            cut_off_sends: 0,
+            first_error: None,
+            finished: None,
+        }
+    }
+}
+
+impl ProducerTally {
+    /// Records one send call that started at `started` and ended now: `Ok(messages)` when
+    /// the cluster acknowledged that many messages.
+    pub fn record(
+        &mut self,
+        clock: &RunClock,
+        started: Instant,
+        outcome: Result<u64, String>,
+        progress: &Progress,
+    ) {
+        let finished = Instant::now();
+        let micros =
+            u64::try_from(finished.duration_since(started).as_micros()).unwrap_or(u64::MAX);
+        self.latency_micros.saturating_record(micros.max(1));
+        self.sends += 1;
+        if finished > clock.deadline {
+            self.late_sends += 1;
+        }
+        self.finished = Some(finished);
+        match outcome {
+            Ok(messages) => {
+                self.acked_messages += messages;
+                progress.acked.fetch_add(messages, Ordering::Relaxed);
+            }
+            Err(error) => {
+                self.failed_sends += 1;
+                progress.failed.fetch_add(1, Ordering::Relaxed);
+                self.first_error.get_or_insert(error);
+            }
+        }
+    }
+
+    /// Records a send abandoned at the cut-off: its outcome is unknown, so its messages
+    /// are not counted (the stored-count check may then find more than was acknowledged).
+    pub fn record_cut_off(&mut self, clock: &RunClock) {
+        self.cut_off_sends += 1;
+        self.finished = Some(clock.cut_off);
+    }
+}
+
+/// A whole run: every producer's tally merged.
+#[derive(Debug)]
+pub struct Measurement {
+    /// Per send call, µs.
+    pub latency_micros: Histogram<u64>,
+    /// Messages the cluster acknowledged.
+    pub acked_messages: u64,
+    /// Send calls that returned (acknowledged or failed).
+    pub sends: u64,
+    /// Send calls that returned an error.
+    pub failed_sends: u64,
+    /// Send calls that started before the deadline and returned after it.
+    pub late_sends: u64,
+    /// Send calls abandoned at the cut-off.
+    pub cut_off_sends: u64,
+    /// The first error any producer saw.
+    pub first_error: Option<String>,
+    /// From the start of the load to the last producer's last send (late ones included).
+    pub wall: Duration,
+}
+
+impl Measurement {
+    /// Merges the producers' tallies of a run that started at `clock.started`.
+    pub fn merge(clock: &RunClock, tallies: Vec<ProducerTally>) -> Self {
+        let mut merged = Self {
+            latency_micros: latency_histogram(),
+            acked_messages: 0,
+            sends: 0,
+            failed_sends: 0,
+            late_sends: 0,
+            cut_off_sends: 0,
+            first_error: None,
+            wall: Duration::ZERO,
+        };
+        let mut last = clock.deadline;
+        for tally in tallies {
+            // Both histograms have the same bounds, so adding cannot fail.
+            let _ = merged.latency_micros.add(&tally.latency_micros);
+            merged.acked_messages += tally.acked_messages;
+            merged.sends += tally.sends;
+            merged.failed_sends += tally.failed_sends;
+            merged.late_sends += tally.late_sends;
+            merged.cut_off_sends += tally.cut_off_sends;
+            if merged.first_error.is_none() {
+                merged.first_error = tally.first_error;
+            }
+            last = last.max(tally.finished.unwrap_or(clock.deadline));
+        }
+        merged.wall = last.duration_since(clock.started);
+        merged
+    }
+
+    /// Acknowledged messages per second of wall time.
+    pub fn messages_per_second(&self) -> f64 {
+        let seconds = self.wall.as_secs_f64();
+        if seconds > 0.0 {
+            self.acked_messages as f64 / seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// A latency quantile in ms (0 when nothing was recorded).
+    pub fn latency_ms(&self, quantile: f64) -> f64 {
+        if self.latency_micros.is_empty() {
+            return 0.0;
+        }
+        self.latency_micros.value_at_quantile(quantile) as f64 / 1000.0
+    }
+}
+
+/// Counters the producers bump and the progress line reads.
+#[derive(Debug, Default)]
+pub struct Progress {
+    acked: AtomicU64,
+    failed: AtomicU64,
+}
+
+/// The progress line on stderr, redrawn in place with `\r` until it is finished.
+#[derive(Debug)]
+pub struct ProgressLine {
+    progress: Arc<Progress>,
+    stop: Arc<AtomicBool>,
+    painter: Option<JoinHandle<()>>,
+}
+
+impl ProgressLine {
+    /// Starts redrawing `label: elapsed, acknowledged messages, rate` every 250 ms.
+    pub fn start(label: String, load: &Load) -> Self {
+        let progress = Arc::new(Progress::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let duration = load.duration;
+        let painter = {
+            let (progress, stop) = (Arc::clone(&progress), Arc::clone(&stop));
+            std::thread::spawn(move || paint(&label, duration, &progress, &stop))
+        };
+        Self {
+            progress,
+            stop,
+            painter: Some(painter),
+        }
+    }
+
+    /// The counters to hand to the producers.
+    pub fn progress(&self) -> Arc<Progress> {
+        Arc::clone(&self.progress)
+    }
+
+    /// Stops redrawing and clears the line.
+    pub fn finish(mut self) {
+        self.stop_painter();
+    }
+
+    fn stop_painter(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(painter) = self.painter.take() {
+            let _ = painter.join();
+        }
+    }
+}
+
+impl Drop for ProgressLine {
+    fn drop(&mut self) {
+        self.stop_painter();
+    }
+}
+
+fn paint(label: &str, duration: Duration, progress: &Progress, stop: &AtomicBool) {
+    let started = Instant::now();
+    let mut stderr = std::io::stderr();
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(PROGRESS_INTERVAL);
+        let elapsed = started.elapsed().as_secs_f64();
+        let acked = progress.acked.load(Ordering::Relaxed);
+        let failed = progress.failed.load(Ordering::Relaxed);
+        let phase = if elapsed > duration.as_secs_f64() {
+            "draining sends in flight"
+        } else {
+            "running"
+        };
+        let _ = write!(
+            stderr,
+            "\r{label}: {elapsed:5.1}/{:.0} s, {acked} messages acknowledged ({:.0} msg/s), {failed} failed sends, {phase}\x1b[K",
+            duration.as_secs_f64(),
+            acked as f64 / elapsed.max(0.001),
+        );
+        let _ = stderr.flush();
+    }
+    let _ = write!(stderr, "\r\x1b[K");
+    let _ = stderr.flush();
+}

@@ -1,0 +1,119 @@
+//! The side-by-side demo behind `iggy-route-demo`: the same producer load through
+//! iggy-route (tokio and mio adapters) and through the published SDK 0.11.0, against a
+//! loopback cluster whose partition primaries sit on one node (`single`) or are spread over
+//! the nodes (`split`).
+//!
+//! Every client runs the same [`Load`]: N producers, each sending batches of fixed-size
+//! messages keyed so that consecutive batches land on different partitions, until the
+//! run's deadline. A send that started before the deadline is waited for and counted, so
+//! the SDK's 4 s stalls show in the wall time instead of being cut off silently.
+
+pub mod load;
+pub mod report;
+pub mod route_mio;
+pub mod route_tokio;
+pub mod runner;
+pub mod sdk;
+pub mod topology;
+
+use std::fmt;
+use std::time::Duration;
+
+/// The clients the demo compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum ClientKind {
+    /// iggy-route on tokio: one `Client` shared by every producer task.
+    #[value(name = "iggy-route-tokio")]
+    RouteTokio,
+    /// iggy-route on mio: one `Client` shared by every producer thread.
+    #[value(name = "iggy-route-mio")]
+    RouteMio,
+    /// The published SDK `iggy 0.11.0`, one `IggyClient` per producer task.
+    #[value(name = "iggy-sdk-0.11.0")]
+    Sdk,
+}
+
+impl ClientKind {
+    /// The name printed in the table and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientKind::RouteTokio => "iggy-route-tokio",
+            ClientKind::RouteMio => "iggy-route-mio",
+            ClientKind::Sdk => "iggy-sdk-0.11.0",
+        }
+    }
+
+    /// True for the clients built on iggy-route.
+    pub fn is_iggy_route(self) -> bool {
+        match self {
+            ClientKind::RouteTokio | ClientKind::RouteMio => true,
+            ClientKind::Sdk => false,
+        }
+    }
+}
+
+impl fmt::Display for ClientKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where the partition primaries are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum Scenario {
+    /// Every primary and the metadata leader on node 0 (a fresh cluster).
+    Single,
+    /// Primaries spread round-robin over the nodes, the metadata leader on node 0 (after
+    /// failovers).
+    Split,
+    /// A real cluster given with `--cluster`: whatever state it is in.
+    External,
+}
+
+impl Scenario {
+    /// The name printed in the table and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Single => "single",
+            Scenario::Split => "split",
+            Scenario::External => "external",
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The producer load every client runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Load {
+    /// Concurrent producers (tasks or threads).
+    pub producers: usize,
+    /// Messages per send call.
+    pub batch_messages: usize,
+    /// Payload bytes per message.
+    pub payload_bytes: usize,
+    /// How long producers start new sends.
+    pub duration: Duration,
+    /// How long to wait, after the deadline, for sends still in flight before cutting them
+    /// off. The SDK's stall is about 4 s per send, so this must be well above that.
+    pub drain_grace: Duration,
+    /// Give the SDK `nodelay=true`. Its default (`false`) leaves Nagle's algorithm on, and
+    /// with the header and body written separately each lockstep send then waits ~40 ms
+    /// for a delayed ACK on loopback: a cost of the SDK's default, not of routing.
+    pub sdk_nodelay: bool,
+}
+
+/// Partitions of the demo topic.
+pub const PARTITIONS: u32 = 6;
+
+/// Nodes of the embedded cluster.
+pub const NODES: usize = 3;
+
+/// Stream and topic names, used by the embedded cluster and created on `--cluster` ones.
+pub const STREAM_NAME: &str = "iggy-route-demo";
+/// See [`STREAM_NAME`].
+pub const TOPIC_NAME: &str = "load";

@@ -1,0 +1,249 @@
+//! The results: one row per client and scenario, printed as a table with notes, and as
+//! one JSON object for scripts.
+
+use std::fmt::Write as _;
+
+use super::load::Measurement;
+use super::{ClientKind, Scenario};
+
+/// Who counted a row's refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalSource {
+    /// The embedded cluster's node stats (every refusal any node sent).
+    Cluster,
+    /// The client's own stats (a real cluster exposes no such counter).
+    Client,
+}
+
+/// One client's run in one scenario.
+#[derive(Debug)]
+pub struct Row {
+    /// The client.
+    pub client: ClientKind,
+    /// The scenario.
+    pub scenario: Scenario,
+    /// What the producers measured.
+    pub measurement: Measurement,
+    /// Times a session moved to another node during the load.
+    pub session_moves: u64,
+    /// Refusals (status 58) during the load.
+    pub refusals: u64,
+    /// Who counted `refusals`.
+    pub refusals_source: RefusalSource,
+    /// Messages the cluster stored during the run, when it could be read.
+    pub stored_messages: Option<u64>,
+}
+
+impl Row {
+    /// Acknowledged messages per second of wall time.
+    pub fn messages_per_second(&self) -> f64 {
+        self.measurement.messages_per_second()
+    }
+
+    /// True when the cluster holds exactly the acknowledged messages.
+    pub fn stored_matches(&self) -> bool {
+        self.stored_messages == Some(self.measurement.acked_messages)
+    }
+}
+
+/// The table as printed: a header, one line per row, then a note per row.
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<17} {:<8} {:>10} {:>8} {:>9} {:>9} {:>6} {:>9} {:>8} {:>12}",
+        "client",
+        "scenario",
+        "msg/s",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "moves",
+        "refusals",
+        "vs SDK",
+        "split/single"
+    );
+    for row in rows {
+        let m = &row.measurement;
+        let _ = writeln!(
+            out,
+            "{:<17} {:<8} {:>10} {:>8.2} {:>9.2} {:>9.2} {:>6} {:>9} {:>8} {:>12}",
+            row.client.name(),
+            row.scenario.name(),
+            thousands(row.messages_per_second()),
+            m.latency_ms(0.50),
+            m.latency_ms(0.99),
+            m.latency_ms(0.999),
+            row.session_moves,
+            refusals(row),
+            ratio(vs_sdk(rows, row)),
+            ratio(split_over_single(rows, row)),
+        );
+    }
+    out.push('\n');
+    for row in rows {
+        let _ = writeln!(out, "{}", note(row));
+    }
+    out
+}
+
+/// Warnings for rows whose stored count differs from the acknowledged count.
+pub fn warnings(rows: &[Row]) -> Vec<String> {
+    rows.iter()
+        .filter(|row| !row.stored_matches())
+        .map(|row| {
+            let stored = row
+                .stored_messages
+                .map_or_else(|| "an unknown number of".to_owned(), |n| n.to_string());
+            format!(
+                "WARNING: {} {}: the cluster stored {stored} messages, {} were acknowledged",
+                row.client.name(),
+                row.scenario.name(),
+                row.measurement.acked_messages
+            )
+        })
+        .collect()
+}
+
+/// `{"results":[...]}` on one line.
+pub fn json(rows: &[Row]) -> String {
+    let entries: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            let m = &row.measurement;
+            format!(
+                concat!(
+                    "{{\"client\":\"{}\",\"scenario\":\"{}\",\"msgs_per_sec\":{:.1},",
+                    "\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"p999_ms\":{:.3},",
+                    "\"session_moves\":{},\"refusals\":{},\"acked_messages\":{},",
+                    "\"sends\":{},\"failed_sends\":{},\"late_sends\":{},",
+                    "\"cut_off_sends\":{},\"wall_seconds\":{:.3},\"stored_ok\":{}}}"
+                ),
+                row.client.name(),
+                row.scenario.name(),
+                row.messages_per_second(),
+                m.latency_ms(0.50),
+                m.latency_ms(0.99),
+                m.latency_ms(0.999),
+                row.session_moves,
+                row.refusals,
+                m.acked_messages,
+                m.sends,
+                m.failed_sends,
+                m.late_sends,
+                m.cut_off_sends,
+                m.wall.as_secs_f64(),
+                row.stored_matches(),
+            )
+        })
+        .collect();
+    format!("{{\"results\":[{}]}}", entries.join(","))
+}
+
+fn note(row: &Row) -> String {
+    let m = &row.measurement;
+    let mut line = format!(
+        "{} {}: {} messages acknowledged in {} sends over {:.2} s wall",
+        row.client.name(),
+        row.scenario.name(),
+        m.acked_messages,
+        m.sends,
+        m.wall.as_secs_f64()
+    );
+    if m.late_sends > 0 {
+        let _ = write!(
+            line,
+            "; {} sends were in flight at the deadline and were waited for (included)",
+            m.late_sends
+        );
+    }
+    if m.cut_off_sends > 0 {
+        let _ = write!(
+            line,
+            "; {} sends cut off at the drain limit (not counted)",
+            m.cut_off_sends
+        );
+    }
+    if m.failed_sends > 0 {
+        let _ = write!(line, "; {} sends failed", m.failed_sends);
+        if let Some(error) = &m.first_error {
+            let _ = write!(line, " (first: {error})");
+        }
+    }
+    match row.stored_messages {
+        Some(stored) if row.stored_matches() => {
+            let _ = write!(line, "; cluster stored exactly {stored}");
+        }
+        Some(stored) => {
+            let _ = write!(line, "; cluster stored {stored} (MISMATCH)");
+        }
+        None => line.push_str("; stored count unknown"),
+    }
+    line
+}
+
+fn refusals(row: &Row) -> String {
+    match row.refusals_source {
+        RefusalSource::Cluster => row.refusals.to_string(),
+        RefusalSource::Client => format!("{}*", row.refusals),
+    }
+}
+
+/// An iggy-route row's rate over the SDK's in the same scenario.
+fn vs_sdk(rows: &[Row], row: &Row) -> Option<f64> {
+    if !row.client.is_iggy_route() {
+        return None;
+    }
+    let sdk = rows
+        .iter()
+        .find(|other| other.client == ClientKind::Sdk && other.scenario == row.scenario)?;
+    divide(row.messages_per_second(), sdk.messages_per_second())
+}
+
+/// A `split` row's rate over the same client's `single` rate.
+fn split_over_single(rows: &[Row], row: &Row) -> Option<f64> {
+    if row.scenario != Scenario::Split {
+        return None;
+    }
+    let single = rows
+        .iter()
+        .find(|other| other.client == row.client && other.scenario == Scenario::Single)?;
+    divide(row.messages_per_second(), single.messages_per_second())
+}
+
+fn divide(numerator: f64, denominator: f64) -> Option<f64> {
+    (denominator > 0.0).then(|| numerator / denominator)
+}
+
+fn ratio(value: Option<f64>) -> String {
+    match value {
+        Some(value) if value >= 100.0 => format!("{value:.0}x"),
+        Some(value) => format!("{value:.2}x"),
+        None => "-".to_owned(),
+    }
+}
+
+fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.max(0.0));
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thousands;
+
+    #[test]
+    fn thousands_groups_digits_by_three() {
+        assert_eq!(thousands(0.0), "0");
+        assert_eq!(thousands(999.4), "999");
+        assert_eq!(thousands(1234.0), "1,234");
+        assert_eq!(thousands(1_234_567.0), "1,234,567");
+    }
+}

@@ -1,0 +1,93 @@
+//! The embedded cluster of one run: a fresh 3-node loopback cluster with the demo topic,
+//! its primaries placed for the scenario, and the counters the report reads from it.
+
+use crate::cluster::{ClusterConfig, Lookup, TestCluster};
+
+use super::{NODES, PARTITIONS, STREAM_NAME, Scenario, TOPIC_NAME};
+
+/// The node that is the metadata leader in every embedded scenario, and where clients
+/// start their session.
+pub const SESSION_NODE: usize = 0;
+
+/// A fresh cluster per run: logs start empty (so the stored count is exactly this run's)
+/// and no client of an earlier run holds routes or sessions in it.
+#[derive(Debug)]
+pub struct EmbeddedCluster {
+    cluster: TestCluster,
+    /// The demo stream's id.
+    pub stream: u32,
+    /// The demo topic's id.
+    pub topic: u32,
+}
+
+/// Cluster-side counters, read before and after the load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterCounters {
+    /// Refusals (status 58) on all nodes.
+    pub refusals: u64,
+    /// Successful logins on all nodes.
+    pub logins: u64,
+}
+
+impl EmbeddedCluster {
+    /// Starts the cluster on the current tokio runtime and lays the topic out for
+    /// `scenario`: `single` keeps every primary on the metadata leader (node 0), `split`
+    /// moves partition `p`'s primary to node `p % 3` as failovers would.
+    pub async fn start(scenario: Scenario) -> Self {
+        let cluster = TestCluster::start_with(ClusterConfig::new(NODES)).await;
+        cluster.set_metadata_leader(SESSION_NODE);
+        let (stream, topic) = cluster.create_stream_and_topic(STREAM_NAME, TOPIC_NAME, PARTITIONS);
+        for partition in 0..PARTITIONS {
+            let primary = match scenario {
+                Scenario::Split => partition as usize % NODES,
+                Scenario::Single | Scenario::External => SESSION_NODE,
+            };
+            cluster.set_primary(stream, topic, partition, primary);
+        }
+        Self {
+            cluster,
+            stream,
+            topic,
+        }
+    }
+
+    /// iggy-route's connection string: every node as a seed.
+    pub fn connection_string(&self) -> String {
+        self.cluster.connection_string()
+    }
+
+    /// The SDK's connection string: one node, the metadata leader; `nodelay` turns
+    /// Nagle's algorithm off on its socket.
+    pub fn sdk_connection_string(&self, nodelay: bool) -> String {
+        let plain = self.cluster.sdk_connection_string(SESSION_NODE);
+        if nodelay {
+            format!("{plain}?nodelay=true")
+        } else {
+            plain
+        }
+    }
+
+    /// Refusals and logins so far.
+    pub fn counters(&self) -> ClusterCounters {
+        ClusterCounters {
+            refusals: self.cluster.total_refusals(),
+            logins: self.cluster.total_logins(),
+        }
+    }
+
+    /// Messages stored in the demo topic's partition logs.
+    pub fn stored_messages(&self) -> u64 {
+        let (stream, topic) = (self.stream, self.topic);
+        self.cluster.with_state(|state| {
+            state
+                .catalog
+                .topic(Lookup::Id(stream), Lookup::Id(topic))
+                .map_or(0, |found| found.messages_count())
+        })
+    }
+
+    /// Stops every node and waits for its tasks (call on the runtime it started on).
+    pub async fn shutdown(self) {
+        self.cluster.shutdown().await;
+    }
+}
