@@ -182,11 +182,11 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
         let mut stopped: Option<(usize, u32)> = None;
         for tick in 0..seconds * 4 {
             tokio::time::sleep(Duration::from_millis(250)).await;
-            if let Some((node, since)) = stopped {
-                if tick - u64::from(since) >= 4 {
-                    cluster.restart_node(node).await;
-                    stopped = None;
-                }
+            if let Some((node, since)) = stopped
+                && tick - u64::from(since) >= 4
+            {
+                cluster.restart_node(node).await;
+                stopped = None;
             }
             match dice.next(4) {
                 0 | 1 => {
@@ -218,7 +218,8 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
         }
         let polls = consumer.await.unwrap();
 
-        let ledger = ledger.lock().unwrap();
+        // Every producer has finished: take the ledger out of its lock for the checks.
+        let ledger = std::mem::take(&mut *ledger.lock().unwrap());
         let acknowledged: usize = ledger.acknowledged.values().map(Vec::len).sum();
         assert!(acknowledged > 0, "nothing was acknowledged: {ledger:?}");
         for partition in 0..PARTITIONS {
