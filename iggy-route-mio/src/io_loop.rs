@@ -229,6 +229,9 @@ impl IoLoop {
                 },
                 Output::Close { link } => self.forget(link),
                 Output::Completed { id, outcome } => {
+                    // A caller that reads `stats()` right after its request returns must
+                    // see that request counted.
+                    self.publish_stats();
                     if let Some(reply) = self.pending.remove(&id) {
                         // The caller may have stopped waiting; the outcome is then unused.
                         let _ = reply.send(outcome.map_err(ClientError::from));
@@ -238,6 +241,10 @@ impl IoLoop {
                 other => debug!(?other, "output of a newer core ignored"),
             }
         }
+        self.publish_stats();
+    }
+
+    fn publish_stats(&self) {
         let stats = self.router.stats();
         *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = stats;
     }

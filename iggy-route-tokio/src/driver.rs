@@ -195,6 +195,9 @@ impl Driver {
                     }
                 }
                 Output::Completed { id, outcome } => {
+                    // A caller that reads `stats()` right after its request returns must
+                    // see that request counted.
+                    self.publish_stats();
                     if let Some(reply) = self.pending.remove(&id) {
                         // The caller may have stopped waiting; the outcome is then unused.
                         let _ = reply.send(outcome.map_err(ClientError::from));
@@ -204,6 +207,10 @@ impl Driver {
                 other => debug!(?other, "output of a newer core ignored"),
             }
         }
+        self.publish_stats();
+    }
+
+    fn publish_stats(&self) {
         let stats = self.router.stats();
         *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = stats;
     }
