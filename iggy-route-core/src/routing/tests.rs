@@ -124,7 +124,7 @@ fn warmed(t0: Instant, partitions: u32, primaries: &[(u32, u32)]) -> Routing {
 
 #[test]
 fn first_send_reads_the_topic_then_looks_the_route_up_then_writes() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = Routing::new(config(), 1, t0);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(1)))
@@ -161,7 +161,7 @@ fn first_send_reads_the_topic_then_looks_the_route_up_then_writes() {
 
 #[test]
 fn bug_report_scenario_alternating_sends_write_once_each_with_no_lookup() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 2, &[(0, 0), (1, 2)]);
     let lookups = routing.stats().lookups;
     for round in 0..4u32 {
@@ -181,7 +181,7 @@ fn bug_report_scenario_alternating_sends_write_once_each_with_no_lookup() {
 
 #[test]
 fn sends_of_one_partition_are_released_one_at_a_time_in_order() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 1, &[(0, 1)]);
     let a = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -199,7 +199,7 @@ fn sends_of_one_partition_are_released_one_at_a_time_in_order() {
 
 #[test]
 fn partition_out_of_range_fails_before_anything_is_written() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 2, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(2)))
@@ -213,7 +213,7 @@ fn partition_out_of_range_fails_before_anything_is_written() {
 
 #[test]
 fn unknown_topic_fails_every_waiting_request_with_topic_not_found() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = Routing::new(config(), 1, t0);
     routing.submit(t0, send(Partitioning::Balanced)).unwrap();
     routing.submit(t0, send(Partitioning::Balanced)).unwrap();
@@ -231,7 +231,7 @@ fn unknown_topic_fails_every_waiting_request_with_topic_not_found() {
 
 #[test]
 fn messages_key_and_balanced_resolve_as_the_sdk_does() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 3, &[(0, 0), (1, 0), (2, 0)]);
     let key = Partitioning::MessagesKey(Bytes::from_static(b"order-1"));
     let id = routing.submit(t0, send(key)).unwrap();
@@ -253,7 +253,7 @@ fn messages_key_and_balanced_resolve_as_the_sdk_does() {
 
 #[test]
 fn queue_full_is_reported_at_submit() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut config = config();
     config.max_pending_per_lane = 2;
     let mut routing = Routing::new(config, 1, t0);
@@ -273,7 +273,7 @@ fn queue_full_is_reported_at_submit() {
 
 #[test]
 fn empty_batch_is_refused_at_submit() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = Routing::new(config(), 1, t0);
     let request = Request::Send(SendRequest {
         stream: Identifier::Numeric(1),
@@ -291,7 +291,7 @@ fn empty_batch_is_refused_at_submit() {
 
 #[test]
 fn refusal_drops_the_route_and_looks_up_at_once_never_replaying_on_the_refuser() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -319,7 +319,7 @@ fn refusal_drops_the_route_and_looks_up_at_once_never_replaying_on_the_refuser()
 
 #[test]
 fn lookup_naming_the_refuser_backs_off_with_jitter_then_writes_there() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -357,7 +357,7 @@ fn lookup_naming_the_refuser_backs_off_with_jitter_then_writes_there() {
 
 #[test]
 fn repeated_elections_double_the_backoff_up_to_its_cap() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -395,7 +395,7 @@ fn repeated_elections_double_the_backoff_up_to_its_cap() {
 
 #[test]
 fn unreachable_primary_is_treated_like_a_refusal_without_counting_one() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 1, &[(0, 2)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -410,7 +410,7 @@ fn unreachable_primary_is_treated_like_a_refusal_without_counting_one() {
 
 #[test]
 fn without_routing_commands_nodes_are_tried_in_roster_order_and_the_admitting_one_kept() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = Routing::new(config(), 3, t0);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -452,7 +452,7 @@ fn without_routing_commands_nodes_are_tried_in_roster_order_and_the_admitting_on
 
 #[test]
 fn discovery_round_where_every_node_refuses_backs_off_then_starts_over() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = Routing::new(config(), 3, t0);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -485,7 +485,7 @@ fn discovery_round_where_every_node_refuses_backs_off_then_starts_over() {
 
 #[test]
 fn deadline_completes_a_waiting_request_with_timed_out() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = Routing::new(config(), 1, t0);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -503,7 +503,7 @@ fn deadline_completes_a_waiting_request_with_timed_out() {
 
 #[test]
 fn a_timed_out_request_in_flight_holds_its_lane_until_the_attempt_ends() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let a = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -532,7 +532,7 @@ fn a_timed_out_request_in_flight_holds_its_lane_until_the_attempt_ends() {
 
 #[test]
 fn link_lost_with_a_send_in_flight_completes_outcome_unknown() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -551,7 +551,7 @@ fn link_lost_with_a_send_in_flight_completes_outcome_unknown() {
 
 #[test]
 fn at_least_once_writes_a_send_again_after_its_link_was_lost() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut config = config();
     config.delivery = Delivery::AtLeastOnce;
     let mut routing = Routing::new(config, 7, t0);
@@ -582,7 +582,7 @@ fn at_least_once_writes_a_send_again_after_its_link_was_lost() {
 
 #[test]
 fn a_moved_watermark_makes_routes_and_partition_counts_stale() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     routing.handle_watermark(t0, 10);
     let id = routing
@@ -613,7 +613,7 @@ fn a_moved_watermark_makes_routes_and_partition_counts_stale() {
 
 #[test]
 fn partition_not_found_from_the_server_invalidates_the_partition_count() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -634,7 +634,7 @@ fn partition_not_found_from_the_server_invalidates_the_partition_count() {
 
 #[test]
 fn metadata_commands_go_to_the_roster_leader_and_follow_it_after_a_refusal() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = Routing::new(config(), 1, t0);
     let create = Request::Admin(crate::request::AdminRequest::CreateStream {
         name: crate::wire::Name::new("s").unwrap(),
@@ -654,7 +654,7 @@ fn metadata_commands_go_to_the_roster_leader_and_follow_it_after_a_refusal() {
 
 #[test]
 fn shutdown_fails_everything_pending_and_refuses_new_requests() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = Routing::new(config(), 1, t0);
     routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -673,7 +673,7 @@ fn shutdown_fails_everything_pending_and_refuses_new_requests() {
 
 #[test]
 fn time_going_backwards_is_taken_as_the_last_instant() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut routing = Routing::new(config(), 1, t0 + Duration::from_secs(5));
     routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -684,7 +684,7 @@ fn time_going_backwards_is_taken_as_the_last_instant() {
 
 #[test]
 fn oversized_messages_and_frames_are_refused_before_anything_is_sent() {
-    let t0 = Instant::now();
+    let t0 = crate::test_clock::origin();
     let mut config = config();
     config.max_frame_size = 4096;
     let mut routing = Routing::new(config, 1, t0);

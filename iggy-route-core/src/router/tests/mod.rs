@@ -26,7 +26,7 @@ struct Harness {
 
 impl Harness {
     fn new(cluster: FakeCluster) -> Self {
-        let now = Instant::now();
+        let now = crate::test_clock::origin();
         let seeds = (0..cluster.nodes).map(addr).collect();
         let config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
         let router = Router::new(config, 42, now);
@@ -298,7 +298,7 @@ fn garbage_from_a_node_closes_its_link_and_nothing_panics() {
 
 #[test]
 fn credentials_never_appear_in_debug_output() {
-    let now = Instant::now();
+    let now = crate::test_clock::origin();
     let secret = "Sup3r-Secret-pw";
     let config = Config::new(vec![addr(0)], Credentials::user("iggy", secret).unwrap());
     let mut router = Router::new(config, 1, now);
