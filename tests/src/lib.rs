@@ -3,3 +3,4 @@
 
 pub mod cluster;
 pub mod demo;
+pub mod sim;

@@ -1,0 +1,187 @@
+//! Carrying out a router's outputs, and the invariants checked after every step:
+//! - a `Transmit` only on a link the router was told is connected and not yet gone;
+//! - the refusal rule (see `wiretap.rs`);
+//! - every request completes exactly once, and the log rules (see `ledger.rs`);
+//! - the session moves only away from a node that is stopped or that a connect just
+//!   failed to;
+//! - lanes and the pending total stay within their configured bounds;
+//! - after a drain, `poll_timeout` is `None` or not in the past, and after
+//!   `handle_timeout` it is strictly later than now (no spinning).
+
+use iggy_route_core::routing::RoutingCommands;
+use iggy_route_core::{Event, Output};
+
+use super::engine::Simulation;
+use super::network::{ConnId, WriteResult};
+use super::nodes::node_of_addr;
+use super::scenario::NODES;
+use crate::cluster::{Lookup, StoredMessage};
+
+impl Simulation {
+    /// Drain router `index` to `None`, carrying out each output.
+    pub(super) fn drain(&mut self, index: usize, after_timeout: bool) {
+        // Every output is consumed by one round, and a router queues a bounded number per
+        // input; the bound only turns a bug into a failure instead of a hang.
+        for _ in 0..100_000 {
+            let Some(output) = self.routers[index].poll_output() else {
+                self.check_deadline(index, after_timeout);
+                return;
+            };
+            self.output(index, output);
+        }
+        self.fail(format_args!("router {index} produced outputs without end"));
+    }
+
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "`Output` is non_exhaustive: an output this simulation does not know fails the run"
+    )]
+    fn output(&mut self, index: usize, output: Output) {
+        let now = self.now;
+        match output {
+            Output::Connect { link, node, addr } => {
+                let id = ConnId {
+                    router: index,
+                    link,
+                };
+                self.trace
+                    .line(now, format_args!("r{index} {link} connect {node} {addr}"));
+                let Some(target) = node_of_addr(&addr, NODES) else {
+                    self.fail(format_args!("router {index} dials unknown address {addr}"));
+                };
+                if !self.network.connect(now, id, target) {
+                    self.fail(format_args!("router {index} reused link id {link}"));
+                }
+                self.wiretap.connect(index, link, target);
+            }
+            Output::Transmit { link, bytes } => {
+                let id = ConnId {
+                    router: index,
+                    link,
+                };
+                self.trace.line(
+                    now,
+                    format_args!("r{index} {link} transmit {}B", bytes.len()),
+                );
+                let discovering =
+                    self.routers[index].routing_commands() == RoutingCommands::Unsupported;
+                if let Err(message) = self.wiretap.write(index, link, &bytes, now, discovering) {
+                    self.fail(format_args!("{message}"));
+                }
+                match self.network.write(now, id, bytes) {
+                    WriteResult::Sent | WriteResult::Lost => {}
+                    WriteResult::NotConnected => self.fail(format_args!(
+                        "router {index} transmits on {link}, which is {:?} for it",
+                        self.network.view(id)
+                    )),
+                }
+            }
+            Output::Close { link } => {
+                let id = ConnId {
+                    router: index,
+                    link,
+                };
+                self.trace.line(now, format_args!("r{index} {link} close"));
+                if !self.network.close(id) {
+                    self.fail(format_args!(
+                        "router {index} closes {link}, which it never opened"
+                    ));
+                }
+                self.nodes.close(id);
+                if let Some(node) = self.wiretap.unsigned_node(index, link) {
+                    // A login that timed out: the attempt to reach that node failed.
+                    self.connect_failed_node = Some(node);
+                }
+                self.wiretap.gone(index, link);
+            }
+            Output::Completed { id, outcome } => {
+                self.trace
+                    .line(now, format_args!("r{index} completed {id} {outcome:?}"));
+                if let Err(message) = self.ledger.completed(index, id, &outcome) {
+                    self.fail(format_args!("{message}"));
+                }
+            }
+            Output::Event(event) => {
+                self.trace
+                    .line(now, format_args!("r{index} event {event:?}"));
+                if let Event::SessionMoved { from, .. } = event {
+                    self.session_moved(index, from);
+                }
+            }
+            other => self.fail(format_args!("router {index}: unknown output {other:?}")),
+        }
+    }
+
+    fn session_moved(&mut self, index: usize, from: iggy_route_core::NodeId) {
+        self.session_moves += 1;
+        let addr = self.routers[index].node_addr(from).unwrap_or_default();
+        let Some(node) = node_of_addr(addr, NODES) else {
+            self.fail(format_args!(
+                "router {index} moved its session from unknown {from}"
+            ));
+        };
+        let unreachable = !self.nodes.is_running(node) || self.connect_failed_node == Some(node);
+        if !unreachable {
+            self.fail(format_args!(
+                "router {index} moved its session away from node {node}, which runs and did not \
+                 just refuse a connect"
+            ));
+        }
+    }
+
+    fn check_deadline(&self, index: usize, after_timeout: bool) {
+        let now = self.instant();
+        let Some(deadline) = self.routers[index].poll_timeout() else {
+            return;
+        };
+        if deadline < now || (after_timeout && deadline == now) {
+            self.fail(format_args!(
+                "router {index} asks for a timeout at {:?} after a full drain at {:?} \
+                 (after handle_timeout: {after_timeout})",
+                deadline.saturating_duration_since(self.base),
+                self.now
+            ));
+        }
+    }
+
+    /// The checks that look at the whole run after each step.
+    pub(super) fn check_step(&mut self) {
+        let topic = self.topic;
+        let logs: Vec<&[StoredMessage]> = (0..topic.partitions)
+            .map(|partition| {
+                self.nodes
+                    .state
+                    .catalog
+                    .partition(Lookup::Id(topic.stream), Lookup::Id(topic.topic), partition)
+                    .map_or(&[][..], |found| found.log.as_slice())
+            })
+            .collect();
+        let mut result = Ok(());
+        for (partition, log) in (0u32..).zip(&logs) {
+            result = result.and_then(|()| self.ledger.scan(partition, log));
+        }
+        let result = result.and_then(|()| self.ledger.verify_acks(&logs));
+        if let Err(message) = result {
+            self.fail(format_args!("{message}"));
+        }
+        for (index, router) in self.routers.iter().enumerate() {
+            let config = &self.configs[index];
+            let lanes = router.lane_lengths();
+            if let Some(longest) = lanes.iter().max()
+                && *longest > config.max_pending_per_lane
+            {
+                self.fail(format_args!(
+                    "router {index} has a lane of {longest} requests, over its bound of {}",
+                    config.max_pending_per_lane
+                ));
+            }
+            let pending = router.pending_count();
+            if pending > config.max_pending_requests {
+                self.fail(format_args!(
+                    "router {index} holds {pending} requests, over its bound of {}",
+                    config.max_pending_requests
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The seeded fault schedule: cut connections, stopped and restarted nodes, partition
+//! primaries and the metadata leader moving, slow nodes, and the routing commands switched
+//! off and on. It is drawn up front from the seed; faults that pick "some connection" pick
+//! by a drawn number at the moment they strike, so the schedule stays a pure function of
+//! the seed.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::rng::SimRng;
+use super::scenario::{NODES, PARTITIONS, Scenario};
+
+/// One fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Cut one established connection, chosen by `pick` among those up at that moment.
+    CutLink {
+        /// Chooses the connection.
+        pick: u64,
+    },
+    /// Stop a node: its connections are cut and connects to it are refused.
+    StopNode(usize),
+    /// Start a stopped node again.
+    RestartNode(usize),
+    /// A partition-only election.
+    MovePrimary {
+        /// The partition.
+        partition: u32,
+        /// Its new primary.
+        node: usize,
+    },
+    /// A metadata-only election.
+    MoveLeader(usize),
+    /// Hold every reply of a node this long (`Duration::ZERO`: fast again).
+    SlowNode {
+        /// The node.
+        node: usize,
+        /// The extra delay of each reply.
+        delay: Duration,
+    },
+    /// Serve (true) or refuse with `InvalidCommand` (false) the routing commands.
+    RoutingCommands(bool),
+}
+
+/// Faults in time order.
+#[derive(Debug)]
+pub struct FaultSchedule {
+    faults: VecDeque<(Duration, Fault)>,
+}
+
+impl FaultSchedule {
+    /// The schedule of `scenario`, striking between 0 and `until`; every stopped node is
+    /// restarted and every slow node made fast again before `until` plus a second.
+    pub fn generate(scenario: &Scenario, until: Duration) -> Self {
+        let mut rng = SimRng::new(scenario.seed, 0xFA17_5C4E);
+        let mut faults = Vec::new();
+        let Some((gap_min, gap_max)) = scenario.fault_gap() else {
+            return Self {
+                faults: VecDeque::new(),
+            };
+        };
+        // One node down at a time: a majority of the cluster always runs.
+        let mut node_down_until = Duration::ZERO;
+        let mut slow_until = Duration::ZERO;
+        let mut routing_off_until = Duration::ZERO;
+        let mut at = rng.duration(gap_min, gap_max);
+        while at < until {
+            let node = rng.index(NODES);
+            match rng.range(0, 99) {
+                0..=29 => faults.push((
+                    at,
+                    Fault::CutLink {
+                        pick: rng.next_u64(),
+                    },
+                )),
+                30..=44 if at >= node_down_until => {
+                    let downtime =
+                        rng.duration(Duration::from_millis(20), Duration::from_millis(900));
+                    faults.push((at, Fault::StopNode(node)));
+                    faults.push((at + downtime, Fault::RestartNode(node)));
+                    node_down_until = at + downtime;
+                }
+                45..=69 => faults.push((
+                    at,
+                    Fault::MovePrimary {
+                        partition: rng.range(0, u64::from(PARTITIONS) - 1) as u32,
+                        node,
+                    },
+                )),
+                70..=79 => faults.push((at, Fault::MoveLeader(node))),
+                80..=89 if at >= slow_until => {
+                    let delay = rng.duration(Duration::from_millis(50), Duration::from_millis(700));
+                    let lasts =
+                        rng.duration(Duration::from_millis(100), Duration::from_millis(900));
+                    faults.push((at, Fault::SlowNode { node, delay }));
+                    faults.push((
+                        at + lasts,
+                        Fault::SlowNode {
+                            node,
+                            delay: Duration::ZERO,
+                        },
+                    ));
+                    slow_until = at + lasts;
+                }
+                90..=99 if scenario.toggle_routing_commands && at >= routing_off_until => {
+                    let lasts = rng.duration(Duration::from_millis(50), Duration::from_millis(800));
+                    faults.push((at, Fault::RoutingCommands(false)));
+                    faults.push((at + lasts, Fault::RoutingCommands(true)));
+                    routing_off_until = at + lasts;
+                }
+                _ => {}
+            }
+            at += rng.duration(gap_min, gap_max);
+        }
+        // A stable sort keeps a stop before a restart scheduled for the same instant.
+        faults.sort_by_key(|(at, _)| *at);
+        Self {
+            faults: faults.into(),
+        }
+    }
+
+    /// When the next fault strikes.
+    pub fn next_at(&self) -> Option<Duration> {
+        self.faults.front().map(|(at, _)| *at)
+    }
+
+    /// The next fault if it is due by `now`.
+    pub fn pop_due(&mut self, now: Duration) -> Option<Fault> {
+        if self.next_at()? <= now {
+            self.faults.pop_front().map(|(_, fault)| fault)
+        } else {
+            None
+        }
+    }
+
+    /// Faults still to come.
+    pub fn remaining(&self) -> usize {
+        self.faults.len()
+    }
+}

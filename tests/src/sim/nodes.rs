@@ -1,0 +1,227 @@
+//! The simulated nodes: the test cluster's sans-IO node model behind simulated sockets.
+//!
+//! One [`ClusterState`] is shared by all nodes, exactly as in the loopback driver; this
+//! file plays the driver's part without tokio: it accepts connections while a node runs,
+//! splits the bytes of each connection into frames, hands each request to that
+//! connection's [`NodeConnection`], and returns the reply frames. A stopped node accepts
+//! nothing and its connections are cut.
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use bytes::Bytes;
+use iggy_route_core::wire::{DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder};
+
+use super::network::ConnId;
+use crate::cluster::{ClusterConfig, ClusterState, Lookup, NodeConnection};
+
+/// First port of the simulated nodes' addresses (never bound: nothing here opens a socket).
+pub const BASE_PORT: u16 = 19_000;
+
+/// A node's address as the roster reports it and the routers dial it.
+pub fn node_addr(node: usize) -> String {
+    format!("127.0.0.1:{}", usize::from(BASE_PORT) + node)
+}
+
+/// The node an address names, if it is one of ours.
+pub fn node_of_addr(addr: &str, nodes: usize) -> Option<usize> {
+    (0..nodes).find(|&node| node_addr(node) == addr)
+}
+
+#[derive(Debug)]
+struct ServerConn {
+    node: usize,
+    model: NodeConnection,
+    decoder: FrameDecoder,
+}
+
+/// What a node did with bytes that arrived.
+#[derive(Debug, Default)]
+pub struct Received {
+    /// Reply frames, in order.
+    pub replies: Vec<Bytes>,
+    /// The node closes the connection (an invalid or undecodable frame).
+    pub close: bool,
+}
+
+/// The cluster of simulated nodes. See the module doc.
+#[derive(Debug)]
+pub struct SimNodes {
+    /// The shared model of the whole cluster.
+    pub state: ClusterState,
+    running: Vec<bool>,
+    /// Extra delay before each reply of a node (a slow node); the request is handled at once.
+    reply_delay: Vec<Duration>,
+    conns: BTreeMap<ConnId, ServerConn>,
+}
+
+/// The stream, topic and partition count the workload writes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimTopic {
+    /// Stream id.
+    pub stream: u32,
+    /// Topic id.
+    pub topic: u32,
+    /// Partitions.
+    pub partitions: u32,
+}
+
+impl SimNodes {
+    /// `nodes` running nodes with the routing commands on or off.
+    pub fn new(nodes: usize, routing_commands: bool) -> Self {
+        let mut config = ClusterConfig::new(nodes);
+        config.routing_commands = routing_commands;
+        config.name = "iggy-route-sim".to_owned();
+        let mut state = ClusterState::new(&config);
+        for node in 0..nodes {
+            let port = BASE_PORT + u16::try_from(node).unwrap_or(0);
+            state.set_node_addr(node, SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+        }
+        Self {
+            state,
+            running: vec![true; nodes],
+            reply_delay: vec![Duration::ZERO; nodes],
+            conns: BTreeMap::new(),
+        }
+    }
+
+    /// Number of nodes.
+    pub fn count(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Create the workload's stream and topic directly in the model, with the given
+    /// primary for each partition.
+    ///
+    /// # Panics
+    /// If the catalog rejects it (a bug in the simulation's setup).
+    pub fn create_topic(&mut self, primaries: &[usize]) -> SimTopic {
+        let partitions = u32::try_from(primaries.len()).unwrap_or(0);
+        let now = self.state.next_timestamp();
+        let leader = self.state.metadata_leader();
+        let stream = self
+            .state
+            .catalog
+            .create_stream("sim", now)
+            .unwrap_or_else(|error| panic!("create stream: {error:?}"));
+        let topic = self
+            .state
+            .catalog
+            .create_topic(Lookup::Id(stream), "events", partitions, now, leader)
+            .unwrap_or_else(|error| panic!("create topic: {error:?}"));
+        self.state.bump_commit();
+        let created = SimTopic {
+            stream,
+            topic,
+            partitions,
+        };
+        for (partition, &node) in (0u32..).zip(primaries) {
+            self.set_primary(created, partition, node);
+        }
+        created
+    }
+
+    /// Move a partition's primary (a partition-only election).
+    pub fn set_primary(&mut self, topic: SimTopic, partition: u32, node: usize) {
+        let found = self.state.catalog.partition_mut(
+            Lookup::Id(topic.stream),
+            Lookup::Id(topic.topic),
+            partition,
+        );
+        if let Ok(found) = found {
+            found.primary = node;
+        }
+    }
+
+    /// Whether `node` is running.
+    pub fn is_running(&self, node: usize) -> bool {
+        self.running.get(node).copied().unwrap_or(false)
+    }
+
+    /// The reply delay of `node`.
+    pub fn reply_delay(&self, node: usize) -> Duration {
+        self.reply_delay.get(node).copied().unwrap_or_default()
+    }
+
+    /// Make `node` slow (or fast again with `Duration::ZERO`).
+    pub fn set_reply_delay(&mut self, node: usize, delay: Duration) {
+        if let Some(slot) = self.reply_delay.get_mut(node) {
+            *slot = delay;
+        }
+    }
+
+    /// A connection request reached `node`: accepted only while it runs.
+    pub fn accept(&mut self, id: ConnId, node: usize) -> bool {
+        if !self.is_running(node) {
+            return false;
+        }
+        let model = NodeConnection::open(&mut self.state, node);
+        let decoder = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
+        self.conns.insert(
+            id,
+            ServerConn {
+                node,
+                model,
+                decoder,
+            },
+        );
+        true
+    }
+
+    /// Bytes arrived on `id`; `now_micros` is the model's clock for the timestamps.
+    pub fn receive(&mut self, id: ConnId, mut bytes: &[u8], now_micros: u64) -> Received {
+        let mut received = Received::default();
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return received;
+        };
+        self.state.set_now_micros(now_micros);
+        // Each round consumes at least one byte or ends; the input's length bounds it.
+        for _ in 0..=bytes.len() {
+            match conn.decoder.decode(&mut bytes) {
+                Ok(Some(Frame::Request { header, body })) => {
+                    let node = conn.node;
+                    match conn.model.handle(&mut self.state, node, header, body) {
+                        Some(reply) => received.replies.push(reply),
+                        None => {
+                            received.close = true;
+                            return received;
+                        }
+                    }
+                }
+                Ok(None) => return received,
+                Ok(Some(Frame::Reply { .. } | Frame::Eviction(_))) | Err(_) => {
+                    received.close = true;
+                    return received;
+                }
+            }
+            if bytes.is_empty() {
+                return received;
+            }
+        }
+        received
+    }
+
+    /// The connection is gone on the node side: its session ends.
+    pub fn close(&mut self, id: ConnId) {
+        if let Some(mut conn) = self.conns.remove(&id) {
+            conn.model.close(&mut self.state);
+        }
+    }
+
+    /// Stop `node`: it accepts nothing until restarted. The caller cuts its connections.
+    pub fn stop(&mut self, node: usize) {
+        if let Some(running) = self.running.get_mut(node) {
+            *running = false;
+        }
+        self.state.set_node_running(node, false);
+    }
+
+    /// Restart a stopped node; the model keeps its data, as a restarted replica would.
+    pub fn restart(&mut self, node: usize) {
+        if let Some(running) = self.running.get_mut(node) {
+            *running = true;
+        }
+        self.state.set_node_running(node, true);
+    }
+}

@@ -1,0 +1,130 @@
+//! What one seed runs: how many routers, how they are configured, how the network behaves
+//! and how rough the faults are. Every knob is drawn from the seed, so a seed names one
+//! scenario and `SIM_SEED=n` replays it.
+
+use std::time::Duration;
+
+use iggy_route_core::{Config, Credentials, Delivery};
+
+use super::network::NetworkConfig;
+use super::nodes::node_addr;
+use super::rng::SimRng;
+
+/// Nodes in the simulated cluster.
+pub const NODES: usize = 3;
+/// Partitions of the workload's topic.
+pub const PARTITIONS: u32 = 4;
+
+/// How often faults strike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultRate {
+    /// No faults: the routers must simply work.
+    Calm,
+    /// A fault every few hundred milliseconds.
+    Normal,
+    /// A fault every few tens of milliseconds.
+    Storm,
+}
+
+/// The knobs of one seed.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The run seed.
+    pub seed: u64,
+    /// Routers (clients) in the run.
+    pub routers: usize,
+    /// Whether the cluster starts with the routing commands (103 and friends).
+    pub routing_commands: bool,
+    /// May the fault schedule switch the routing commands off and on.
+    pub toggle_routing_commands: bool,
+    /// What the routers do with a send whose link closed in flight.
+    pub delivery: Delivery,
+    /// Small queue bounds, so that `QueueFull` and the bound checks are exercised.
+    pub tight_queues: bool,
+    /// Data links per node in the routers' pools.
+    pub data_links_per_node: usize,
+    /// Fault intensity.
+    pub fault_rate: FaultRate,
+    /// Latencies.
+    pub network: NetworkConfig,
+    /// How long the workload keeps submitting.
+    pub workload_span: Duration,
+}
+
+impl Scenario {
+    /// The scenario of `seed`.
+    pub fn from_seed(seed: u64) -> Self {
+        let mut rng = SimRng::new(seed, 0x5CE7_A210);
+        let routing_commands = !rng.chance(25);
+        let fault_rate = match rng.range(0, 9) {
+            0 => FaultRate::Calm,
+            1..=6 => FaultRate::Normal,
+            _ => FaultRate::Storm,
+        };
+        let latency_max = rng.duration(Duration::from_millis(1), Duration::from_millis(15));
+        Self {
+            seed,
+            routers: rng.range(2, 4) as usize,
+            routing_commands,
+            toggle_routing_commands: routing_commands && rng.chance(20),
+            delivery: if rng.chance(20) {
+                Delivery::AtLeastOnce
+            } else {
+                Delivery::AtMostOnce
+            },
+            tight_queues: rng.chance(30),
+            data_links_per_node: rng.range(1, 2) as usize,
+            fault_rate,
+            network: NetworkConfig {
+                latency_min: Duration::from_micros(50),
+                latency_max,
+                spike_percent: rng.range(0, 5),
+                spike_max: Duration::from_millis(60),
+                split_percent: rng.range(0, 30),
+            },
+            workload_span: rng.duration(Duration::from_millis(1_000), Duration::from_millis(3_000)),
+        }
+    }
+
+    /// Router `index`'s configuration. Seeds are rotated per router, so the sessions
+    /// start on different nodes; timeouts are short so that a run covers many of them.
+    pub fn router_config(&self, index: usize) -> Config {
+        let seeds = (0..NODES).map(|n| node_addr((n + index) % NODES)).collect();
+        #[allow(clippy::unwrap_used)] // the root credentials fit the wire's limits
+        let credentials = Credentials::user("iggy", "iggy").unwrap();
+        let mut config = Config::new(seeds, credentials);
+        config.request_timeout = Duration::from_secs(4);
+        config.attempt_timeout = Duration::from_millis(400);
+        config.connect_timeout = Duration::from_millis(300);
+        config.reconnect_backoff_initial = Duration::from_millis(20);
+        config.reconnect_backoff_max = Duration::from_millis(400);
+        config.route_backoff_initial = Duration::from_millis(5);
+        config.route_backoff_max = Duration::from_millis(200);
+        config.heartbeat_interval = Duration::from_secs(1);
+        config.data_link_idle_timeout = Duration::from_secs(2);
+        config.data_links_per_node = self.data_links_per_node;
+        if self.tight_queues {
+            config.max_pending_requests = 12;
+            config.max_pending_per_lane = 4;
+        } else {
+            config.max_pending_requests = 1_000;
+            config.max_pending_per_lane = 200;
+        }
+        config.delivery = self.delivery;
+        config
+    }
+
+    /// The seed of router `index`, derived from the run seed.
+    pub fn router_seed(&self, index: usize) -> u64 {
+        SimRng::new(self.seed, 0x2007_E500 + index as u64).next_u64()
+    }
+
+    /// The mean gap between faults, `None` when calm.
+    pub fn fault_gap(&self) -> Option<(Duration, Duration)> {
+        match self.fault_rate {
+            FaultRate::Calm => None,
+            FaultRate::Normal => Some((Duration::from_millis(50), Duration::from_millis(600))),
+            FaultRate::Storm => Some((Duration::from_millis(5), Duration::from_millis(120))),
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! The deterministic simulation, over many seeds.
+//!
+//! - `SIM_SEEDS=n` runs `n` seeds (default 100) from `SIM_SEED_BASE` (default 0);
+//! - `SIM_SEED=n` runs only seed `n` (add `SIM_VERBOSE=1` to print its whole trace);
+//!
+//! A failure names its seed; `SIM_SEED=<seed> cargo test -p iggy-route-tests --release
+//! --test simulation` replays it exactly.
+
+use std::time::Instant;
+
+use iggy_route_tests::sim::{self, SimReport};
+
+fn env_u64(name: &str) -> Option<u64> {
+    let value = std::env::var(name).ok()?;
+    Some(
+        value
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value:?} is not a number")),
+    )
+}
+
+#[test]
+fn every_seed_keeps_every_invariant() {
+    let seeds: Vec<u64> = match env_u64("SIM_SEED") {
+        Some(seed) => vec![seed],
+        None => {
+            let base = env_u64("SIM_SEED_BASE").unwrap_or(0);
+            let count = env_u64("SIM_SEEDS").unwrap_or(100);
+            (base..base + count).collect()
+        }
+    };
+    let verbose = std::env::var_os("SIM_VERBOSE").is_some();
+    let started = Instant::now();
+    let mut total = SimReport {
+        seed: 0,
+        steps: 0,
+        simulated: std::time::Duration::ZERO,
+        trace_hash: 0,
+        submitted: 0,
+        rejected: 0,
+        acked: 0,
+        unknown: 0,
+        failed: 0,
+        refusals: 0,
+        session_moves: 0,
+    };
+    for &seed in &seeds {
+        let report = if verbose {
+            sim::run_verbose(seed)
+        } else {
+            sim::run(seed)
+        };
+        if seeds.len() == 1 {
+            println!("{report:?}");
+        }
+        total.steps += report.steps;
+        total.simulated += report.simulated;
+        total.submitted += report.submitted;
+        total.rejected += report.rejected;
+        total.acked += report.acked;
+        total.unknown += report.unknown;
+        total.failed += report.failed;
+        total.refusals += report.refusals;
+        total.session_moves += report.session_moves;
+    }
+    println!(
+        "steps: {}, simulated: {:?}, sends: {} accepted, {} queue-full, {} acked, {} unknown, \
+         {} failed; refusals: {}, session moves: {}; wall time {:?}",
+        total.steps,
+        total.simulated,
+        total.submitted,
+        total.rejected,
+        total.acked,
+        total.unknown,
+        total.failed,
+        total.refusals,
+        total.session_moves,
+        started.elapsed()
+    );
+    println!("seeds: {}", seeds.len());
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace() {
+    for seed in [1, 7, 42] {
+        let first = sim::run(seed);
+        let second = sim::run(seed);
+        assert_eq!(first, second, "seed {seed} is not deterministic");
+    }
+    assert_ne!(sim::run(1).trace_hash, sim::run(2).trace_hash);
+}
