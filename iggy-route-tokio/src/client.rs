@@ -39,6 +39,9 @@ impl Client {
     /// `config.seeds`. Fails with `ClientError::ConnectTimedOut` when no node answered
     /// within a few `config.connect_timeout`s, and with `RequestError::SignIn` when the
     /// credentials were refused.
+    ///
+    /// # Panics
+    /// Outside a tokio runtime (the driver task is spawned on the current one).
     pub async fn connect(config: Config) -> Result<Client, ClientError> {
         let budget = config.connect_timeout * CONNECT_ATTEMPTS;
         let router = Router::new(config, seed(), Instant::now());
