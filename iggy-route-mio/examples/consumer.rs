@@ -2,7 +2,7 @@
 //! consumer offset as it goes.
 //!
 //! ```text
-//! cargo run -p iggy-route-mio --example consumer -- iggy://iggy:iggy@127.0.0.1:8090
+//! cargo run -p iggy-route-mio --example mio-consumer -- iggy://iggy:iggy@127.0.0.1:8090
 //! ```
 
 use iggy_route_mio::{Client, ClientError, Consumer, ConsumerKind, Identifier, PollingStrategy};

@@ -2,7 +2,7 @@
 //! creating the stream and topic if needed, then prints the client's counters.
 //!
 //! ```text
-//! cargo run -p iggy-route-mio --example producer -- iggy://iggy:iggy@127.0.0.1:8090
+//! cargo run -p iggy-route-mio --example mio-producer -- iggy://iggy:iggy@127.0.0.1:8090
 //! ```
 
 use std::time::Instant;

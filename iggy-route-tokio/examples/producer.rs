@@ -2,7 +2,7 @@
 //! the client's counters.
 //!
 //! ```text
-//! cargo run -p iggy-route-tokio --example producer -- iggy://iggy:iggy@127.0.0.1:8090
+//! cargo run -p iggy-route-tokio --example tokio-producer -- iggy://iggy:iggy@127.0.0.1:8090
 //! ```
 
 use std::time::Instant;
