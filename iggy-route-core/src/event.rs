@@ -52,6 +52,13 @@ pub enum Event {
     /// The cluster answers the routing commands with `InvalidCommand`: primaries are found
     /// by trying nodes (discovery by refusal).
     DiscoveryByRefusal,
+    /// A node refused the sign-in (bad credentials, an incompatible protocol version, ...).
+    SignInRefused {
+        /// The node.
+        node: NodeId,
+        /// What it said.
+        code: crate::wire::ErrorCode,
+    },
     /// The session (the coordinator link) moved to another node, because its node was
     /// unreachable.
     SessionMoved {
@@ -60,6 +67,35 @@ pub enum Event {
         /// Where it is now.
         to: NodeId,
     },
+}
+
+impl Event {
+    /// Emits the event as a `tracing` event at the level it deserves: what a healthy client
+    /// does at `debug`, what an operator should notice at `info`/`warn`. Adapters call this
+    /// for every `Output::Event`.
+    pub fn log(&self) {
+        match self {
+            Self::LinkUp { link, node, role } => tracing::debug!(%link, %node, ?role, "link up"),
+            Self::LinkDown { link, node, role } => {
+                tracing::debug!(%link, %node, ?role, "link down")
+            }
+            Self::RouteLearned { partition, node } => {
+                tracing::debug!(%partition, %node, "route learned");
+            }
+            Self::Refused { request, node } => {
+                tracing::debug!(%request, %node, "refused by a node that is not the primary; rerouting");
+            }
+            Self::DiscoveryByRefusal => {
+                tracing::info!(
+                    "the cluster has no routing commands; discovering primaries by refusal"
+                );
+            }
+            Self::SignInRefused { node, code } => tracing::warn!(%node, %code, "sign-in refused"),
+            Self::SessionMoved { from, to } => {
+                tracing::warn!(%from, %to, "session moved: its node is unreachable");
+            }
+        }
+    }
 }
 
 /// Counters since the router was made.
@@ -71,7 +107,7 @@ pub struct Stats {
     pub refusals: u64,
     /// Route lookups sent (103) and discovery rounds started.
     pub lookups: u64,
-    /// Connections opened after the first one to each node.
+    /// Connections opened to a node after a link to it was lost or failed.
     pub reconnects: u64,
     /// Times the session moved to another node.
     pub session_moves: u64,

@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use iggy_route_core::{
-    CloseReason, ConnectError, Event, LinkId, Output, Reply, Request, RequestId, Router, Stats,
+    CloseReason, ConnectError, LinkId, Output, Reply, Request, RequestId, Router, Stats,
 };
 use mio::event::Event as Readiness;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use tracing::{debug, debug_span, error, info, warn};
+use tracing::{debug, debug_span, error};
 
 use crate::connection::{ConnectState, Connection};
 use crate::error::ClientError;
@@ -237,8 +237,7 @@ impl IoLoop {
                         let _ = reply.send(outcome.map_err(ClientError::from));
                     }
                 }
-                Output::Event(event) => log_event(&event),
-                other => debug!(?other, "output of a newer core ignored"),
+                Output::Event(event) => event.log(),
             }
         }
         self.publish_stats();
@@ -343,23 +342,5 @@ fn connect_error(error: &io::Error) -> ConnectError {
         ConnectError::Unreachable
     } else {
         ConnectError::Other(error.to_string())
-    }
-}
-
-/// The router's observability events, as `tracing` events. Refusals are expected network
-/// behaviour, so nothing here is an error.
-fn log_event(event: &Event) {
-    match event {
-        Event::LinkUp { link, node, role } => debug!(%link, %node, ?role, "link up"),
-        Event::LinkDown { link, node, role } => debug!(%link, %node, ?role, "link down"),
-        Event::RouteLearned { partition, node } => debug!(%partition, %node, "route learned"),
-        Event::Refused { request, node } => {
-            debug!(%request, %node, "refused by a node that is not the primary; rerouting")
-        }
-        Event::DiscoveryByRefusal => {
-            info!("the cluster has no routing commands; discovering primaries by refusal")
-        }
-        Event::SessionMoved { from, to } => warn!(%from, %to, "session moved: node unreachable"),
-        other => debug!(?other, "router event"),
     }
 }

@@ -6,12 +6,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use iggy_route_core::{
-    CloseReason, Event, LinkId, Output, Reply, Request, RequestId, Router, Stats,
-};
+use iggy_route_core::{CloseReason, LinkId, Output, Reply, Request, RequestId, Router, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tracing::{Instrument, debug, debug_span, error, info, warn};
+use tracing::{Instrument, debug_span, error};
 
 use crate::connection::{self, IoEvent};
 use crate::error::ClientError;
@@ -203,8 +201,7 @@ impl Driver {
                         let _ = reply.send(outcome.map_err(ClientError::from));
                     }
                 }
-                Output::Event(event) => log_event(&event),
-                other => debug!(?other, "output of a newer core ignored"),
+                Output::Event(event) => event.log(),
             }
         }
         self.publish_stats();
@@ -243,23 +240,5 @@ impl Driver {
         }
         // Anything left was never accepted by the router; its caller sees `Closed`.
         self.pending.clear();
-    }
-}
-
-/// The router's observability events, as `tracing` events. Refusals are expected network
-/// behaviour, so nothing here is an error.
-pub(crate) fn log_event(event: &Event) {
-    match event {
-        Event::LinkUp { link, node, role } => debug!(%link, %node, ?role, "link up"),
-        Event::LinkDown { link, node, role } => debug!(%link, %node, ?role, "link down"),
-        Event::RouteLearned { partition, node } => debug!(%partition, %node, "route learned"),
-        Event::Refused { request, node } => {
-            debug!(%request, %node, "refused by a node that is not the primary; rerouting")
-        }
-        Event::DiscoveryByRefusal => {
-            info!("the cluster has no routing commands; discovering primaries by refusal")
-        }
-        Event::SessionMoved { from, to } => warn!(%from, %to, "session moved: node unreachable"),
-        other => debug!(?other, "router event"),
     }
 }

@@ -150,6 +150,14 @@ impl Router {
     /// session fails with the server's reason, and the node backs off before the next try.
     fn sign_in_failed(&mut self, now: Instant, link_id: LinkId, code: ErrorCode) {
         warn!(link = %link_id, %code, "sign-in refused");
+        if let Some(link) = self.links.get(&link_id) {
+            let node = link.node;
+            self.outputs
+                .push_back(super::Output::Event(crate::event::Event::SignInRefused {
+                    node,
+                    code,
+                }));
+        }
         // Closing a link that never signed in counts as a failure of its node: it backs
         // off, and a coordinator moves on (see `link_gone`).
         self.close_link(now, link_id);

@@ -29,7 +29,7 @@ impl Router {
         let link = Link::new(id, node, role, client_id, self.config.max_frame_size, now);
         self.links.insert(id, link);
         if let Some(entry) = self.node_mut(node)
-            && entry.connected_once
+            && std::mem::take(&mut entry.lost_link)
         {
             self.stats.reconnects += 1;
         }
@@ -67,7 +67,6 @@ impl Router {
         if let Some(entry) = self.node_mut(node) {
             entry.failures = 0;
             entry.retry_at = None;
-            entry.connected_once = true;
         }
         let body = self.login_body();
         self.transmit(
@@ -145,6 +144,7 @@ impl Router {
         };
         let node = link.node;
         self.mark_node_failed(now, node);
+        self.mark_link_lost(node);
         match link.role {
             LinkRole::Coordinator => {
                 self.coordinator.link = None;
@@ -160,6 +160,14 @@ impl Router {
                     self.unsend_all(now, node);
                 }
             }
+        }
+    }
+
+    /// Remembers that a link to `node` was lost, so the next link opened to it counts as
+    /// a reconnect.
+    fn mark_link_lost(&mut self, node: NodeId) {
+        if let Some(entry) = self.node_mut(node) {
+            entry.lost_link = true;
         }
     }
 
@@ -213,6 +221,7 @@ impl Router {
             return;
         }
         let (node, role) = (link.node, link.role);
+        self.mark_link_lost(node);
         self.outputs.push_back(Output::Event(Event::LinkDown {
             link: link_id,
             node,
@@ -308,7 +317,13 @@ impl Router {
                         && now >= link.last_used + self.config.data_link_idle_timeout
                         && self.ready.get(&link.node).is_none_or(|q| q.is_empty());
                     if idle_data {
+                        // Our own choice, not a loss: the next link to the node is no
+                        // reconnect.
+                        let node = link.node;
                         self.close_link(now, id);
+                        if let Some(entry) = self.node_mut(node) {
+                            entry.lost_link = false;
+                        }
                     } else if link.state == LinkState::Ready
                         && now >= link.last_sent + self.config.heartbeat_interval
                     {

@@ -76,7 +76,9 @@ pub enum CloseReason {
 /// What the router wants done. Drained with [`Router::poll_output`].
 ///
 /// Its `Debug` form shows a `Transmit` by length only: a login frame carries the password.
-#[non_exhaustive]
+///
+/// Deliberately not `#[non_exhaustive]`: a new kind of output must break every adapter's
+/// `match` at compile time, so that none can quietly ignore it.
 pub enum Output {
     /// Open a TCP connection to `addr` (`host:port`) for `link`; report the result with
     /// `handle_connected` or `handle_connect_failed`.
@@ -144,7 +146,9 @@ struct Node {
     failures: u32,
     /// No connection attempt before this instant.
     retry_at: Option<Instant>,
-    connected_once: bool,
+    /// A link to this node was lost (or failed) since the last one was opened: the next
+    /// link opened to it is a reconnect.
+    lost_link: bool,
 }
 
 /// Work for the coordinator link, done one exchange at a time in this order.
@@ -197,7 +201,7 @@ impl Router {
                 addr: addr.clone(),
                 failures: 0,
                 retry_at: None,
-                connected_once: false,
+                lost_link: false,
             })
             .collect();
         let routing = Routing::new(config.clone(), seed ^ 0x5EED_0F0B_00C0, now);
@@ -403,7 +407,7 @@ impl Router {
             addr: addr.to_owned(),
             failures: 0,
             retry_at: None,
-            connected_once: false,
+            lost_link: false,
         });
         u32::try_from(self.nodes.len() - 1).ok().map(NodeId)
     }

@@ -159,6 +159,7 @@ fn bug_report_scenario_alternating_sends_are_one_frame_each_on_the_primarys_data
         (stats.session_moves, stats.refusals, stats.sends),
         (0, 0, 6)
     );
+    assert_eq!(stats.reconnects, 0, "opening data links is not reconnecting");
 }
 
 #[test]
@@ -264,6 +265,7 @@ fn the_session_moves_only_when_its_node_is_unreachable() {
         ["connect link2 node0", "link2 LOGIN", "link2 ROSTER"]
     );
     assert_eq!(h.router.stats().session_moves, 0);
+    assert_eq!(h.router.stats().reconnects, 1);
     // Its node stops answering connects: now the session moves.
     h.router
         .handle_closed(h.now, crate::ids::LinkId(2), super::CloseReason::Peer);
