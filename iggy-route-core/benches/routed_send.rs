@@ -9,6 +9,8 @@
 //!
 //! `cargo bench -p iggy-route-core` prints one line per batch size.
 #![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
+// A benchmark measures wall time: it reads the clock, the code it measures does not.
+#![allow(clippy::disallowed_methods)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
