@@ -2,6 +2,8 @@
 //!
 //! - `SIM_SEEDS=n` runs `n` seeds (default 100) from `SIM_SEED_BASE` (default 0);
 //! - `SIM_SEED=n` runs only seed `n` (add `SIM_VERBOSE=1` to print its whole trace);
+//! - `SIM_STRICT=1` also checks what `sim::KNOWN_FAILURES` excludes (to reproduce a known
+//!   core bug).
 //!
 //! A failure names its seed; `SIM_SEED=<seed> cargo test -p iggy-route-tests --release
 //! --test simulation` replays it exactly.
@@ -30,7 +32,10 @@ fn every_seed_keeps_every_invariant() {
             (base..base + count).collect()
         }
     };
-    let verbose = std::env::var_os("SIM_VERBOSE").is_some();
+    let options = sim::RunOptions {
+        verbose: std::env::var_os("SIM_VERBOSE").is_some(),
+        strict: std::env::var_os("SIM_STRICT").is_some(),
+    };
     let started = Instant::now();
     let mut total = SimReport {
         seed: 0,
@@ -43,14 +48,13 @@ fn every_seed_keeps_every_invariant() {
         unknown: 0,
         failed: 0,
         refusals: 0,
+        returns_after_refusal: 0,
         session_moves: 0,
+        lane_peak_percent: 0,
+        pending_peak_percent: 0,
     };
     for &seed in &seeds {
-        let report = if verbose {
-            sim::run_verbose(seed)
-        } else {
-            sim::run(seed)
-        };
+        let report = sim::run_with(seed, options);
         if seeds.len() == 1 {
             println!("{report:?}");
         }
@@ -62,11 +66,15 @@ fn every_seed_keeps_every_invariant() {
         total.unknown += report.unknown;
         total.failed += report.failed;
         total.refusals += report.refusals;
+        total.returns_after_refusal += report.returns_after_refusal;
         total.session_moves += report.session_moves;
+        total.lane_peak_percent = total.lane_peak_percent.max(report.lane_peak_percent);
+        total.pending_peak_percent = total.pending_peak_percent.max(report.pending_peak_percent);
     }
     println!(
         "steps: {}, simulated: {:?}, sends: {} accepted, {} queue-full, {} acked, {} unknown, \
-         {} failed; refusals: {}, session moves: {}; wall time {:?}",
+         {} failed; refusals: {} ({} re-sent to the refusing node after news), session moves: {}; peaks: lane {}%, pending {}% of bound; \
+         wall time {:?}",
         total.steps,
         total.simulated,
         total.submitted,
@@ -75,7 +83,10 @@ fn every_seed_keeps_every_invariant() {
         total.unknown,
         total.failed,
         total.refusals,
+        total.returns_after_refusal,
         total.session_moves,
+        total.lane_peak_percent,
+        total.pending_peak_percent,
         started.elapsed()
     );
     println!("seeds: {}", seeds.len());

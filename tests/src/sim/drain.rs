@@ -65,7 +65,10 @@ impl Simulation {
                 );
                 let discovering =
                     self.routers[index].routing_commands() == RoutingCommands::Unsupported;
-                if let Err(message) = self.wiretap.write(index, link, &bytes, now, discovering) {
+                let checked = self.wiretap.write(index, link, &bytes, now, discovering);
+                if let Err(message) = checked
+                    && self.refusal_rule
+                {
                     self.fail(format_args!("{message}"));
                 }
                 match self.network.write(now, id, bytes) {
@@ -166,16 +169,21 @@ impl Simulation {
         }
         for (index, router) in self.routers.iter().enumerate() {
             let config = &self.configs[index];
-            let lanes = router.lane_lengths();
-            if let Some(longest) = lanes.iter().max()
-                && *longest > config.max_pending_per_lane
-            {
+            let longest = router.lane_lengths().into_iter().max().unwrap_or(0);
+            let pending = router.pending_count();
+            let percent = |value: usize, bound: usize| (value * 100 / bound.max(1)) as u64;
+            self.lane_peak_percent = self
+                .lane_peak_percent
+                .max(percent(longest, config.max_pending_per_lane));
+            self.pending_peak_percent = self
+                .pending_peak_percent
+                .max(percent(pending, config.max_pending_requests));
+            if longest > config.max_pending_per_lane {
                 self.fail(format_args!(
                     "router {index} has a lane of {longest} requests, over its bound of {}",
                     config.max_pending_per_lane
                 ));
             }
-            let pending = router.pending_count();
             if pending > config.max_pending_requests {
                 self.fail(format_args!(
                     "router {index} holds {pending} requests, over its bound of {}",

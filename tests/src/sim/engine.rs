@@ -60,6 +60,12 @@ pub(super) struct Simulation {
     /// connection is not redialled in a loop).
     pub(super) connect_failed_node: Option<usize>,
     pub(super) session_moves: u64,
+    /// Whether the refusal rule is checked (see `KNOWN_FAILURES`).
+    pub(super) refusal_rule: bool,
+    /// The longest lane and the most pending requests any router had, as a fraction of
+    /// their bounds in percent: shows how close the run came to them.
+    pub(super) lane_peak_percent: u64,
+    pub(super) pending_peak_percent: u64,
 }
 
 impl Simulation {
@@ -103,6 +109,9 @@ impl Simulation {
             trace,
             connect_failed_node: None,
             session_moves: 0,
+            refusal_rule: true,
+            lane_peak_percent: 0,
+            pending_peak_percent: 0,
         };
         for index in 0..sim.scenario.routers {
             let seed = sim.scenario.router_seed(index);
@@ -356,7 +365,10 @@ impl Simulation {
             unknown: tally.unknown,
             failed: tally.failed,
             refusals: self.wiretap.refusals,
+            returns_after_refusal: self.wiretap.returns,
             session_moves: self.session_moves,
+            lane_peak_percent: self.lane_peak_percent,
+            pending_peak_percent: self.pending_peak_percent,
         }
     }
 }

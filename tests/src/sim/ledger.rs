@@ -290,3 +290,116 @@ impl Ledger {
             .sum()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use bytes::Bytes;
+    use iggy_route_core::partitioning::Partitioning;
+    use iggy_route_core::wire::Identifier;
+    use iggy_route_core::{NodeId, Request, SendReceipt, SendRequest};
+
+    use super::*;
+
+    fn planned(batch: u32) -> PlannedSend {
+        PlannedSend {
+            at: Duration::ZERO,
+            router: 0,
+            batch,
+            partition: 0,
+            request: Request::Send(SendRequest {
+                stream: Identifier::Numeric(1),
+                topic: Identifier::Numeric(1),
+                partitioning: Partitioning::partition_id(0),
+                messages: Vec::new(),
+            }),
+            messages: 1,
+        }
+    }
+
+    fn stored(batch: u32) -> StoredMessage {
+        let tag = MessageTag {
+            router: 0,
+            batch,
+            index: 0,
+        };
+        StoredMessage {
+            offset: 0,
+            id: 1,
+            timestamp: 0,
+            origin_timestamp: 0,
+            payload: tag.payload(0),
+            user_headers: Bytes::new(),
+        }
+    }
+
+    fn sent(base_offset: u64) -> Outcome {
+        Ok(Reply::Sent(SendReceipt {
+            partition_id: 0,
+            base_offset: Some(base_offset),
+            messages: 1,
+            node: NodeId(0),
+        }))
+    }
+
+    fn ledger_with(batches: u32) -> Ledger {
+        let mut ledger = Ledger::new(Delivery::AtMostOnce, 1);
+        for batch in 0..batches {
+            ledger
+                .submitted(Some(RequestId(u64::from(batch))), &planned(batch))
+                .unwrap();
+        }
+        ledger
+    }
+
+    #[test]
+    fn an_acked_batch_in_the_log_once_passes_and_a_second_completion_fails() {
+        let mut ledger = ledger_with(1);
+        let log = vec![stored(0)];
+        ledger.scan(0, &log).unwrap();
+        ledger.completed(0, RequestId(0), &sent(0)).unwrap();
+        ledger.verify_acks(&[&log]).unwrap();
+        assert!(ledger.finish().is_ok());
+        assert!(ledger.completed(0, RequestId(0), &sent(0)).is_err());
+    }
+
+    #[test]
+    fn an_ack_without_its_message_in_the_log_fails() {
+        let mut ledger = ledger_with(1);
+        ledger.completed(0, RequestId(0), &sent(0)).unwrap();
+        assert!(ledger.verify_acks(&[&[]]).is_err());
+    }
+
+    #[test]
+    fn a_duplicate_or_reordered_message_fails() {
+        let mut ledger = ledger_with(2);
+        assert!(ledger.scan(0, &[stored(0), stored(0)]).is_err());
+        let mut ledger = ledger_with(2);
+        assert!(ledger.scan(0, &[stored(1), stored(0)]).is_err());
+    }
+
+    #[test]
+    fn a_definite_failure_must_not_be_in_the_log() {
+        let mut ledger = ledger_with(1);
+        ledger.scan(0, &[stored(0)]).unwrap();
+        let failed = Err(RequestError::NoRoute {
+            partition: iggy_route_core::PartitionKey {
+                topic: iggy_route_core::TopicKey {
+                    stream: Identifier::Numeric(1),
+                    topic: Identifier::Numeric(1),
+                },
+                partition: 0,
+            },
+        });
+        assert!(ledger.completed(0, RequestId(0), &failed).is_err());
+    }
+
+    #[test]
+    fn a_request_never_completed_fails_the_finish() {
+        let ledger = ledger_with(1);
+        assert!(!ledger.all_completed());
+        assert!(ledger.finish().is_err());
+    }
+}

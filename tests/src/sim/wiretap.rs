@@ -65,6 +65,9 @@ pub struct Wiretap {
     backoff_min: Duration,
     /// Refusals observed, in all.
     pub refusals: u64,
+    /// Refused batches written to the refusing node again, with news (the rule's
+    /// allowed case), in all: shows the rule was exercised.
+    pub returns: u64,
 }
 
 impl Wiretap {
@@ -74,6 +77,7 @@ impl Wiretap {
             routers: (0..routers).map(|_| RouterTap::default()).collect(),
             backoff_min: route_backoff_initial / 2,
             refusals: 0,
+            returns: 0,
         }
     }
 
@@ -178,6 +182,7 @@ impl Wiretap {
                             refusal.at, refusal.elsewhere
                         ));
                     }
+                    self.returns += 1;
                 }
             }
             if bytes.is_empty() {
@@ -227,5 +232,107 @@ impl Wiretap {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+    use iggy_route_core::partitioning::Partitioning;
+    use iggy_route_core::wire::{Identifier, Message, ReplyHeader, RequestHeader, encode_request};
+
+    use super::*;
+
+    const CODE_SEND: u32 = 101;
+
+    fn request(operation: Operation, code: u32, body: &[u8]) -> (RequestHeader, Bytes) {
+        let header = RequestHeader::new(operation, code, 7, 1, 1, body.len());
+        let mut out = BytesMut::new();
+        encode_request(&header, body, &mut out);
+        (header, out.freeze())
+    }
+
+    fn send(batch: u32) -> (RequestHeader, Bytes) {
+        let tag = MessageTag {
+            router: 0,
+            batch,
+            index: 0,
+        };
+        let body = SendMessagesRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::partition_id(0),
+            messages: vec![Message {
+                id: 1,
+                origin_timestamp: 0,
+                payload: tag.payload(0),
+                user_headers: Bytes::new(),
+            }],
+        };
+        let mut out = BytesMut::new();
+        body.encode(&mut out);
+        request(Operation::SendMessages, CODE_SEND, &out)
+    }
+
+    fn reply(to: &RequestHeader, status: u32) -> Bytes {
+        let mut out = BytesMut::new();
+        ReplyHeader::for_request(to, status, 1, 0).encode(&mut out);
+        out.freeze()
+    }
+
+    fn ms(value: u64) -> Duration {
+        Duration::from_millis(value)
+    }
+
+    /// A tap with a coordinator link (1) to node 0 and a data link (2) to node 1, where
+    /// node 1 has just refused batch 5 at 10 ms.
+    fn refused_on_node1() -> Wiretap {
+        let mut tap = Wiretap::new(1, ms(5));
+        tap.connect(0, LinkId(1), 0);
+        tap.connect(0, LinkId(2), 1);
+        let (header, frame) = send(5);
+        tap.write(0, LinkId(2), &frame, ms(0), false).unwrap();
+        tap.read(0, LinkId(2), &reply(&header, 58), ms(10));
+        assert_eq!(tap.refusals, 1);
+        tap
+    }
+
+    #[test]
+    fn writing_a_refused_batch_to_the_same_node_without_news_is_caught() {
+        let mut tap = refused_on_node1();
+        let (_, frame) = send(5);
+        let error = tap.write(0, LinkId(2), &frame, ms(11), false).unwrap_err();
+        assert!(error.contains("batch 5 to node 1 again"), "{error}");
+    }
+
+    #[test]
+    fn a_routing_reply_since_the_refusal_is_news() {
+        let mut tap = refused_on_node1();
+        let (lookup, frame) = request(Operation::NonReplicated, code::GET_POLL_ROUTING, &[]);
+        tap.write(0, LinkId(1), &frame, ms(11), false).unwrap();
+        tap.read(0, LinkId(1), &reply(&lookup, 0), ms(12));
+        let (_, frame) = send(5);
+        tap.write(0, LinkId(2), &frame, ms(13), false).unwrap();
+    }
+
+    #[test]
+    fn discovery_may_return_after_trying_elsewhere_or_backing_off() {
+        let mut tap = refused_on_node1();
+        let (_, frame) = send(5);
+        assert!(tap.write(0, LinkId(2), &frame, ms(11), true).is_err());
+        tap.write(0, LinkId(2), &frame, ms(13), true).unwrap();
+
+        let mut tap = refused_on_node1();
+        tap.connect(0, LinkId(3), 2);
+        tap.write(0, LinkId(3), &frame, ms(11), true).unwrap();
+        tap.write(0, LinkId(2), &frame, ms(11), true).unwrap();
+    }
+
+    #[test]
+    fn another_batch_is_not_held_back() {
+        let mut tap = refused_on_node1();
+        let (_, frame) = send(6);
+        tap.write(0, LinkId(2), &frame, ms(11), false).unwrap();
     }
 }
