@@ -1,0 +1,155 @@
+//! Routed polls and offset writes through the tokio adapter: an auto-commit poll goes to
+//! the partition's primary (103 on the session's node, then 14 and 104 on a data link to
+//! the primary) and commits there; an offset write goes to the primary too; when the
+//! primary moves, the next one is refused once and rerouted; the session never moves.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, Message, PollingStrategy, code};
+use iggy_route_core::{Config, PollRequest};
+use iggy_route_tests::cluster::TestCluster;
+use iggy_route_tokio::Client;
+
+fn consumer(id: u32) -> Consumer {
+    Consumer {
+        kind: ConsumerKind::Consumer,
+        id: Identifier::Numeric(id),
+    }
+}
+
+fn auto_commit_poll(partition: u32, count: u32) -> PollRequest {
+    PollRequest {
+        consumer: consumer(7),
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partition_id: Some(partition),
+        strategy: PollingStrategy::Next,
+        count,
+        auto_commit: true,
+    }
+}
+
+async fn start() -> (TestCluster, Client) {
+    let cluster = TestCluster::start(3).await;
+    cluster.create_stream_and_topic("orders", "events", 3);
+    // The session sits on node 0 (the first seed); no partition's primary is there.
+    for (partition, node) in [(0, 1), (1, 2), (2, 1)] {
+        assert!(cluster.set_primary(1, 1, partition, node));
+    }
+    let mut config = Config::from_connection_string(&cluster.connection_string()).unwrap();
+    config.request_timeout = Duration::from_secs(5);
+    let client = Client::connect(config).await.unwrap();
+    let messages = (0..10u128)
+        .map(|i| Message {
+            id: i + 1,
+            payload: Bytes::from(format!("m{i}")),
+            ..Message::default()
+        })
+        .collect();
+    client
+        .send(1u32, 1u32, Partitioning::PartitionId(1), messages)
+        .await
+        .unwrap();
+    (cluster, client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_commit_polls_are_served_and_committed_on_the_primary_while_the_session_stays() {
+    let (cluster, client) = start().await;
+    let logins = cluster.total_logins();
+    let first = client.poll_request(auto_commit_poll(1, 4)).await.unwrap();
+    let ids: Vec<u128> = first.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [1, 2, 3, 4]);
+    assert_eq!(
+        cluster.consumer_offset(1, 1, 1, 7),
+        Some(3),
+        "committed on the primary"
+    );
+    let second = client.poll_request(auto_commit_poll(1, 4)).await.unwrap();
+    let ids: Vec<u128> = second.messages.iter().map(|m| m.id).collect();
+    assert_eq!(
+        ids,
+        [5, 6, 7, 8],
+        "the next poll continues from the committed offset"
+    );
+
+    let primary = cluster.stats(2);
+    assert_eq!(
+        primary.requests(code::POLL_MESSAGES_ON_PRIMARY),
+        2,
+        "both polls on the primary"
+    );
+    assert!(
+        primary.requests(code::ATTACH_CONSUMER_SESSION) >= 1,
+        "attached before polling"
+    );
+    assert!(
+        cluster.stats(0).requests(code::GET_POLL_ROUTING) >= 1,
+        "looked up on the session's node"
+    );
+    assert_eq!(cluster.stats(0).requests(code::POLL_MESSAGES_ON_PRIMARY), 0);
+    assert_eq!(cluster.total_refusals(), 0);
+    assert!(
+        cluster.total_logins() <= logins + 1,
+        "at most the data link to node 2 signed in"
+    );
+    assert_eq!(client.stats().session_moves, 0);
+    client.shutdown().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offset_writes_go_to_the_primary_and_follow_it_when_it_moves() {
+    let (cluster, client) = start().await;
+    client
+        .store_offset(consumer(9), 1u32, 1u32, 1, 3)
+        .await
+        .unwrap();
+    assert_eq!(cluster.consumer_offset(1, 1, 1, 9), Some(3));
+    assert_eq!(cluster.stats(2).requests(code::STORE_CONSUMER_OFFSET), 1);
+
+    assert!(cluster.set_primary(1, 1, 1, 0));
+    let refusals = cluster.total_refusals();
+    client
+        .store_offset(consumer(9), 1u32, 1u32, 1, 5)
+        .await
+        .unwrap();
+    assert_eq!(cluster.consumer_offset(1, 1, 1, 9), Some(5));
+    assert_eq!(
+        cluster.total_refusals(),
+        refusals + 1,
+        "refused once by the old primary"
+    );
+    assert_eq!(
+        cluster.stats(0).requests(code::STORE_CONSUMER_OFFSET),
+        1,
+        "then written on the new one"
+    );
+    assert_eq!(client.stats().session_moves, 0);
+    client.shutdown().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moved_primary_reroutes_the_next_auto_commit_poll_at_once() {
+    let (cluster, client) = start().await;
+    client.poll_request(auto_commit_poll(1, 2)).await.unwrap();
+    assert!(cluster.set_primary(1, 1, 1, 0));
+    let started = std::time::Instant::now();
+    let next = client.poll_request(auto_commit_poll(1, 2)).await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let ids: Vec<u128> = next.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [3, 4], "the committed offset carried over");
+    assert_eq!(cluster.stats(0).requests(code::POLL_MESSAGES_ON_PRIMARY), 1);
+    assert_eq!(client.stats().session_moves, 0);
+    client.shutdown().await;
+    cluster.shutdown().await;
+}
