@@ -32,8 +32,11 @@
 //! - [`routing`]: every decision, in typed values (no bytes).
 //! - [`router`]: the links and framing around it, and the outer face adapters drive (see
 //!   [`Router`] for the drive contract).
+//! - [`client`]: what the adapters' clients share without doing I/O: their error type and
+//!   each operation's request and expected reply.
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod partitioning;
 pub mod wire;
 

@@ -1,0 +1,247 @@
+//! Each client operation as a [`Call`]: the [`Request`] to submit, paired with the one reply
+//! kind that answers it. Pairing them here keeps both adapters from reading a reply as the
+//! wrong operation's, and leaves each adapter method a single line.
+
+use std::fmt;
+
+use super::{ClientError, identifier};
+use crate::partitioning::Partitioning;
+use crate::wire::{
+    Consumer, Identifier, Message, Name, PollMessagesReply, PollingStrategy, StreamDetails,
+    TopicDetails,
+};
+use crate::{
+    AdminRequest, PollRequest, Reply, Request, SendReceipt, SendRequest, StoreOffsetRequest,
+};
+
+/// A request and how to read its reply as `T`. An adapter submits `request` over its
+/// transport and hands what comes back to `reply`.
+#[derive(Debug)]
+#[must_use = "a call does nothing until its request is submitted"]
+pub struct Call<T> {
+    /// What to submit to the router.
+    pub request: Request,
+    /// How to read the reply the router completes it with.
+    pub reply: ExpectedReply<T>,
+}
+
+/// The reply kind an operation expects, and the value it carries.
+#[must_use]
+pub struct ExpectedReply<T> {
+    operation: &'static str,
+    extract: fn(Reply) -> Option<T>,
+}
+
+impl<T> ExpectedReply<T> {
+    /// The value of `reply`, or `UnexpectedReply` when it is of another kind.
+    pub fn extract(self, reply: Reply) -> Result<T, ClientError> {
+        (self.extract)(reply).ok_or(ClientError::UnexpectedReply {
+            operation: self.operation,
+        })
+    }
+
+    /// The operation's name, as errors show it.
+    pub fn operation(&self) -> &'static str {
+        self.operation
+    }
+}
+
+// By hand: a derive would ask `T: Debug`, and the function pointer says nothing useful.
+impl<T> fmt::Debug for ExpectedReply<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExpectedReply")
+            .field("operation", &self.operation)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> Call<T> {
+    fn new(request: Request, operation: &'static str, extract: fn(Reply) -> Option<T>) -> Self {
+        Self {
+            request,
+            reply: ExpectedReply { operation, extract },
+        }
+    }
+}
+
+impl Call<SendReceipt> {
+    /// Appends `messages` to the partition `partitioning` picks. Stamp the messages first
+    /// ([`super::stamp_origin_timestamps`]): the time is the adapter's to read.
+    pub fn send(
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partitioning: Partitioning,
+        messages: Vec<Message>,
+    ) -> Result<Self, ClientError> {
+        let request = Request::Send(SendRequest {
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partitioning,
+            messages,
+        });
+        Ok(Self::new(request, "send", |reply| {
+            if let Reply::Sent(receipt) = reply {
+                Some(receipt)
+            } else {
+                None
+            }
+        }))
+    }
+}
+
+impl Call<PollMessagesReply> {
+    /// Reads up to `count` messages without committing the consumer offset.
+    pub fn poll(
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partition_id: Option<u32>,
+        consumer: Consumer,
+        strategy: PollingStrategy,
+        count: u32,
+    ) -> Result<Self, ClientError> {
+        Ok(Self::poll_request(PollRequest {
+            consumer,
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partition_id,
+            strategy,
+            count,
+            auto_commit: false,
+        }))
+    }
+
+    /// A poll with every field given, including `auto_commit`.
+    pub fn poll_request(request: PollRequest) -> Self {
+        Self::new(Request::Poll(request), "poll", |reply| {
+            if let Reply::Polled(polled) = reply {
+                Some(polled)
+            } else {
+                None
+            }
+        })
+    }
+}
+
+impl Call<()> {
+    /// Stores `consumer`'s offset on the partition's primary.
+    pub fn store_offset(
+        consumer: Consumer,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partition_id: u32,
+        offset: u64,
+    ) -> Result<Self, ClientError> {
+        let request = Request::StoreOffset(StoreOffsetRequest {
+            consumer,
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partition_id,
+            offset,
+        });
+        Ok(Self::new(request, "store offset", |reply| {
+            matches!(reply, Reply::OffsetStored).then_some(())
+        }))
+    }
+
+    /// Adds `partitions_count` partitions to a topic.
+    pub fn create_partitions(
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partitions_count: u32,
+    ) -> Result<Self, ClientError> {
+        let request = AdminRequest::CreatePartitions {
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            partitions_count,
+        };
+        Ok(Self::new(
+            Request::Admin(request),
+            "create partitions",
+            |reply| matches!(reply, Reply::PartitionsCreated).then_some(()),
+        ))
+    }
+}
+
+impl Call<StreamDetails> {
+    /// Creates a stream.
+    pub fn create_stream(name: &str) -> Result<Self, ClientError> {
+        let request = AdminRequest::CreateStream {
+            name: Name::new(name)?,
+        };
+        Ok(Self::new(
+            Request::Admin(request),
+            "create stream",
+            |reply| {
+                if let Reply::Stream(Some(details)) = reply {
+                    Some(details)
+                } else {
+                    None
+                }
+            },
+        ))
+    }
+}
+
+impl Call<TopicDetails> {
+    /// Creates a topic with `partitions_count` partitions.
+    pub fn create_topic(
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        name: &str,
+        partitions_count: u32,
+    ) -> Result<Self, ClientError> {
+        let request = AdminRequest::CreateTopic {
+            stream: identifier(stream)?,
+            name: Name::new(name)?,
+            partitions_count,
+        };
+        Ok(Self::new(
+            Request::Admin(request),
+            "create topic",
+            |reply| {
+                if let Reply::Topic(Some(details)) = reply {
+                    Some(details)
+                } else {
+                    None
+                }
+            },
+        ))
+    }
+}
+
+impl Call<Option<StreamDetails>> {
+    /// A stream's details, or `None` when there is no such stream.
+    pub fn get_stream(
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Self, ClientError> {
+        let request = AdminRequest::GetStream {
+            stream: identifier(stream)?,
+        };
+        Ok(Self::new(Request::Admin(request), "get stream", |reply| {
+            if let Reply::Stream(details) = reply {
+                Some(details)
+            } else {
+                None
+            }
+        }))
+    }
+}
+
+impl Call<Option<TopicDetails>> {
+    /// A topic's details, or `None` when there is no such topic.
+    pub fn get_topic(
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Self, ClientError> {
+        let request = AdminRequest::GetTopic {
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+        };
+        Ok(Self::new(Request::Admin(request), "get topic", |reply| {
+            if let Reply::Topic(details) = reply {
+                Some(details)
+            } else {
+                None
+            }
+        }))
+    }
+}

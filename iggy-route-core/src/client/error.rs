@@ -1,0 +1,54 @@
+//! The one error type of the adapters' clients: every way an operation can fail, typed.
+
+use std::convert::Infallible;
+use std::io;
+use std::time::Duration;
+
+use crate::wire::WireError;
+use crate::{ConnectionStringError, RequestError, SubmitError};
+
+/// Why a client operation failed. Credentials never appear in it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The request was accepted and ended without success (server error, timeout, outcome
+    /// unknown, sign-in refused, shut down, ...).
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// The router refused the request before sending anything (queue full, frame too large).
+    #[error(transparent)]
+    Submit(#[from] SubmitError),
+    /// The client's own machinery failed (spawning its task or thread, or for the blocking
+    /// client its poller or waker).
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+    /// The connection string was not accepted.
+    #[error(transparent)]
+    ConnectionString(#[from] ConnectionStringError),
+    /// A stream, topic or consumer name the wire cannot carry.
+    #[error("invalid argument: {0}")]
+    Invalid(#[from] WireError),
+    /// The session did not sign in within the connect budget.
+    #[error("no session signed in within {after:?}")]
+    ConnectTimedOut {
+        /// The budget (a few connect timeouts).
+        after: Duration,
+    },
+    /// The reply was of another kind than the request asked for (a router bug).
+    #[error("unexpected reply to {operation}")]
+    UnexpectedReply {
+        /// The operation that got it.
+        operation: &'static str,
+    },
+    /// The client was shut down.
+    #[error("client shut down")]
+    Closed,
+}
+
+/// Numeric identifiers convert without failing; this lets `u32` and `Identifier` arguments
+/// share the signature that names (`&str`) need.
+impl From<Infallible> for ClientError {
+    fn from(never: Infallible) -> Self {
+        match never {}
+    }
+}

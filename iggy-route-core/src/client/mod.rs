@@ -1,0 +1,59 @@
+//! What the adapters' clients share and that does no I/O: the [`ClientError`] they return,
+//! each operation as a [`Call`] (request and reply kind), and the small conversions both
+//! transports need. The adapters keep their transports, the clock and the process id: the
+//! functions here take time and entropy as arguments.
+
+mod call;
+mod error;
+
+#[cfg(test)]
+mod tests;
+
+use std::io;
+
+pub use call::{Call, ExpectedReply};
+pub use error::ClientError;
+
+use crate::ConnectError;
+use crate::wire::{Identifier, Message};
+
+/// Converts a stream or topic argument (`u32`, `&str` or [`Identifier`]) to an identifier.
+pub fn identifier(
+    value: impl TryInto<Identifier, Error: Into<ClientError>>,
+) -> Result<Identifier, ClientError> {
+    value.try_into().map_err(Into::into)
+}
+
+/// Gives every message without a producer timestamp `now_micros` (µs since the Unix epoch),
+/// as the SDK does; timestamps the caller set are kept.
+pub fn stamp_origin_timestamps(messages: &mut [Message], now_micros: u64) {
+    for message in messages.iter_mut().filter(|m| m.origin_timestamp == 0) {
+        message.origin_timestamp = now_micros;
+    }
+}
+
+/// The router's seed (client ids, jitter). Two clients must never share one, or their links
+/// would share client ids; the core takes no entropy itself, so the adapter passes the
+/// clock (`nanos` since the Unix epoch), the process id and a per-process client counter,
+/// and this mixes them.
+pub fn mix_seed(nanos: u64, pid: u32, counter: u64) -> u64 {
+    nanos ^ (u64::from(pid) << 32) ^ counter.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// How a failed TCP connect is reported to the router: the kinds that mean "nobody
+/// answered there" are `Unreachable`, and any other error is `Other` with its message.
+pub fn connect_error(error: &io::Error) -> ConnectError {
+    let unreachable = matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::TimedOut
+            | io::ErrorKind::HostUnreachable
+            | io::ErrorKind::NetworkUnreachable
+            | io::ErrorKind::AddrNotAvailable
+    );
+    if unreachable {
+        ConnectError::Unreachable
+    } else {
+        ConnectError::Other(error.to_string())
+    }
+}
