@@ -2,8 +2,6 @@
 //!
 //! - `SIM_SEEDS=n` runs `n` seeds (default 100) from `SIM_SEED_BASE` (default 0);
 //! - `SIM_SEED=n` runs only seed `n` (add `SIM_VERBOSE=1` to print its whole trace);
-//! - `SIM_STRICT=1` also checks what `sim::KNOWN_FAILURES` excludes (to reproduce a known
-//!   core bug).
 //!
 //! A failure names its seed; `SIM_SEED=<seed> cargo test -p iggy-route-tests --release
 //! --test simulation` replays it exactly.
@@ -34,7 +32,6 @@ fn every_seed_keeps_every_invariant() {
     };
     let options = sim::RunOptions {
         verbose: std::env::var_os("SIM_VERBOSE").is_some(),
-        strict: std::env::var_os("SIM_STRICT").is_some(),
     };
     let started = Instant::now();
     let mut total = SimReport {

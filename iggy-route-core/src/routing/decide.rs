@@ -84,22 +84,13 @@ impl Routing {
         let Some(lane) = self.lanes.get_mut(key) else {
             return;
         };
-        // The head may have been refused before discovery began (under a route that a
-        // lookup gave): that node counts as tried in this round too.
-        let refused = lane
-            .queue
-            .front()
-            .and_then(|head| self.pending.get(head))
-            .and_then(|p| p.refused_by)
-            .filter(|(_, generation)| *generation == lane.generation)
-            .map(|(node, _)| node);
         if lane.tried.is_empty() {
             self.stats.lookups += 1;
         }
         let next = nodes
             .iter()
             .copied()
-            .find(|node| !lane.tried.contains(node) && Some(*node) != refused);
+            .find(|node| !lane.tried.contains(node));
         match next {
             Some(node) => self.release(key, node),
             None => {
@@ -142,6 +133,8 @@ impl Routing {
         };
         lane.generation += 1;
         lane.route = Some(route);
+        // News: earlier refusals no longer bar a node.
+        lane.tried.clear();
         let head_refused_by = lane
             .queue
             .front()

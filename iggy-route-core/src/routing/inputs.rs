@@ -117,12 +117,14 @@ impl Routing {
         let node = node_of(target);
         match place {
             Place::Lane(key) => {
-                let discovery = self.routing_commands == RoutingCommands::Unsupported;
                 if let Some(lane) = self.lanes.get_mut(key) {
                     if lane.route.is_some_and(|r| r.node == node) {
                         lane.route = None;
                     }
-                    if discovery && !lane.tried.contains(&node) {
+                    // Every node that did not admit since the last piece of route news is
+                    // remembered, in both modes: if lookups give way to discovery, the nodes
+                    // that refused under the lookup's route count as tried already.
+                    if !lane.tried.contains(&node) {
                         lane.tried.push(node);
                     }
                     let generation = lane.generation;

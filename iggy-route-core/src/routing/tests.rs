@@ -736,3 +736,27 @@ fn oversized_messages_and_frames_are_refused_before_anything_is_sent() {
         "nothing was sent"
     );
 }
+
+#[test]
+fn a_refusal_before_discovery_began_still_bars_that_node_after_another_fails() {
+    // Found by the simulation (seeds 13448, 25287, 36527): node 0 refuses under a looked-up
+    // route, the next lookup says the cluster has no routing commands, and the first
+    // discovery candidate cannot be reached. The refusal by node 0 must still count.
+    let t0 = crate::test_clock::origin();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
+    routing.handle_route(t0, &partition(0), RouteAnswer::Unsupported);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+    let decisions = drain(&mut routing);
+    assert_eq!(
+        decisions.last().unwrap(),
+        &format!("write {id} -> node1"),
+        "{decisions:?}"
+    );
+    routing.handle_result(t0, id, Target::Node(NodeId(1)), Attempt::NotSent);
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node2")]);
+}

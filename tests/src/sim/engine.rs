@@ -60,8 +60,6 @@ pub(super) struct Simulation {
     /// connection is not redialled in a loop).
     pub(super) connect_failed_node: Option<usize>,
     pub(super) session_moves: u64,
-    /// Whether the refusal rule is checked (see `KNOWN_FAILURES`).
-    pub(super) refusal_rule: bool,
     /// The longest lane and the most pending requests any router had, as a fraction of
     /// their bounds in percent: shows how close the run came to them.
     pub(super) lane_peak_percent: u64,
@@ -109,7 +107,6 @@ impl Simulation {
             trace,
             connect_failed_node: None,
             session_moves: 0,
-            refusal_rule: true,
             lane_peak_percent: 0,
             pending_peak_percent: 0,
         };

@@ -63,60 +63,11 @@ pub struct SimReport {
     pub pending_peak_percent: u64,
 }
 
-/// A check that can be excluded on a seed where it is known to fail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Check {
-    /// No write of a refused batch to the refusing node without news (`wiretap.rs`).
-    RefusalRule,
-}
-
-/// A seed on which one check fails because of a reported core bug not fixed yet.
-#[derive(Debug, Clone, Copy)]
-pub struct KnownFailure {
-    /// The seed.
-    pub seed: u64,
-    /// The check excluded on it.
-    pub check: Check,
-    /// The bug, in a sentence.
-    pub bug: &'static str,
-}
-
-/// Known failures: each excludes one check on one seed, so the rest of the run still
-/// checks everything else. Remove an entry once its bug is fixed; `strict` runs ignore
-/// this list.
-pub const KNOWN_FAILURES: &[KnownFailure] = &[
-    KnownFailure {
-        seed: 13_448,
-        check: Check::RefusalRule,
-        bug: REFUSAL_FORGOTTEN_ON_NOT_SENT,
-    },
-    KnownFailure {
-        seed: 25_287,
-        check: Check::RefusalRule,
-        bug: REFUSAL_FORGOTTEN_ON_NOT_SENT,
-    },
-    KnownFailure {
-        seed: 36_527,
-        check: Check::RefusalRule,
-        bug: REFUSAL_FORGOTTEN_ON_NOT_SENT,
-    },
-];
-
-/// The routing commands answer `InvalidCommand` only after a send was refused under a
-/// looked-up route; discovery's first candidate cannot be reached (connect refused); the
-/// `NotSent` result overwrites the request's `refused_by`, so the refusal received before
-/// discovery began is forgotten, and the batch goes straight back to the node that refused
-/// it, with no news and the third node never tried.
-const REFUSAL_FORGOTTEN_ON_NOT_SENT: &str =
-    "core: NotSent overwrites refused_by, so discovery re-sends to the node that just refused";
-
 /// How to run a seed.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunOptions {
     /// Print every trace line to stderr.
     pub verbose: bool,
-    /// Check everything, ignoring [`KNOWN_FAILURES`] (to reproduce a known bug).
-    pub strict: bool,
 }
 
 /// Run the simulation of `seed`, checking every invariant after every step.
@@ -132,13 +83,5 @@ pub fn run(seed: u64) -> SimReport {
 /// # Panics
 /// As [`run`].
 pub fn run_with(seed: u64, options: RunOptions) -> SimReport {
-    let excluded = |check: Check| {
-        !options.strict
-            && KNOWN_FAILURES
-                .iter()
-                .any(|known| known.seed == seed && known.check == check)
-    };
-    let mut simulation = engine::Simulation::new(seed, options.verbose);
-    simulation.refusal_rule = !excluded(Check::RefusalRule);
-    simulation.run()
+    engine::Simulation::new(seed, options.verbose).run()
 }
