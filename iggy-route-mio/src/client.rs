@@ -5,18 +5,16 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use iggy_route_core::client::{Call, ClientError, mix_seed, stamp_origin_timestamps};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{
-    Consumer, Identifier, Message, Name, PollMessagesReply, PollingStrategy, StreamDetails,
-    TopicDetails,
+    Consumer, Identifier, Message, PollMessagesReply, PollingStrategy, StreamDetails, TopicDetails,
 };
 use iggy_route_core::{
-    AdminRequest, Config, PollRequest, Reply, Request, RequestError, Router, SendReceipt,
-    SendRequest, Stats, StoreOffsetRequest,
+    AdminRequest, Config, PollRequest, Reply, Request, RequestError, Router, SendReceipt, Stats,
 };
 use mio::{Poll, Waker};
 
-use crate::error::ClientError;
 use crate::io_loop::{Command, IoLoop, WAKER};
 
 /// `connect` waits this many connect timeouts for the session to sign in.
@@ -119,17 +117,8 @@ impl Client {
         partitioning: Partitioning,
         mut messages: Vec<Message>,
     ) -> Result<SendReceipt, ClientError> {
-        stamp_origin_timestamps(&mut messages);
-        let request = Request::Send(SendRequest {
-            stream: identifier(stream)?,
-            topic: identifier(topic)?,
-            partitioning,
-            messages,
-        });
-        let Reply::Sent(receipt) = self.request(request)? else {
-            return Err(ClientError::UnexpectedReply { operation: "send" });
-        };
-        Ok(receipt)
+        stamp_origin_timestamps(&mut messages, unix_micros());
+        self.call(Call::send(stream, topic, partitioning, messages)?)
     }
 
     /// Reads up to `count` messages of one partition (or of the partition the server picks,
@@ -143,23 +132,13 @@ impl Client {
         strategy: PollingStrategy,
         count: u32,
     ) -> Result<PollMessagesReply, ClientError> {
-        self.poll_request(PollRequest {
-            consumer,
-            stream: identifier(stream)?,
-            topic: identifier(topic)?,
-            partition_id,
-            strategy,
-            count,
-            auto_commit: false,
-        })
+        let call = Call::poll(stream, topic, partition_id, consumer, strategy, count)?;
+        self.call(call)
     }
 
     /// A poll with every field given, including `auto_commit`.
     pub fn poll_request(&self, request: PollRequest) -> Result<PollMessagesReply, ClientError> {
-        let Reply::Polled(reply) = self.request(Request::Poll(request))? else {
-            return Err(ClientError::UnexpectedReply { operation: "poll" });
-        };
-        Ok(reply)
+        self.call(Call::poll_request(request))
     }
 
     /// Stores `consumer`'s offset on the partition's primary.
@@ -171,32 +150,13 @@ impl Client {
         partition_id: u32,
         offset: u64,
     ) -> Result<(), ClientError> {
-        let request = Request::StoreOffset(StoreOffsetRequest {
-            consumer,
-            stream: identifier(stream)?,
-            topic: identifier(topic)?,
-            partition_id,
-            offset,
-        });
-        let Reply::OffsetStored = self.request(request)? else {
-            return Err(ClientError::UnexpectedReply {
-                operation: "store offset",
-            });
-        };
-        Ok(())
+        let call = Call::store_offset(consumer, stream, topic, partition_id, offset)?;
+        self.call(call)
     }
 
     /// Creates a stream.
     pub fn create_stream(&self, name: &str) -> Result<StreamDetails, ClientError> {
-        let request = AdminRequest::CreateStream {
-            name: Name::new(name)?,
-        };
-        let Reply::Stream(Some(details)) = self.request(Request::Admin(request))? else {
-            return Err(ClientError::UnexpectedReply {
-                operation: "create stream",
-            });
-        };
-        Ok(details)
+        self.call(Call::create_stream(name)?)
     }
 
     /// Creates a topic with `partitions_count` partitions.
@@ -206,17 +166,7 @@ impl Client {
         name: &str,
         partitions_count: u32,
     ) -> Result<TopicDetails, ClientError> {
-        let request = AdminRequest::CreateTopic {
-            stream: identifier(stream)?,
-            name: Name::new(name)?,
-            partitions_count,
-        };
-        let Reply::Topic(Some(details)) = self.request(Request::Admin(request))? else {
-            return Err(ClientError::UnexpectedReply {
-                operation: "create topic",
-            });
-        };
-        Ok(details)
+        self.call(Call::create_topic(stream, name, partitions_count)?)
     }
 
     /// Adds `partitions_count` partitions to a topic.
@@ -226,17 +176,7 @@ impl Client {
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,
         partitions_count: u32,
     ) -> Result<(), ClientError> {
-        let request = AdminRequest::CreatePartitions {
-            stream: identifier(stream)?,
-            topic: identifier(topic)?,
-            partitions_count,
-        };
-        let Reply::PartitionsCreated = self.request(Request::Admin(request))? else {
-            return Err(ClientError::UnexpectedReply {
-                operation: "create partitions",
-            });
-        };
-        Ok(())
+        self.call(Call::create_partitions(stream, topic, partitions_count)?)
     }
 
     /// A stream's details, or `None` when there is no such stream.
@@ -244,15 +184,7 @@ impl Client {
         &self,
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
     ) -> Result<Option<StreamDetails>, ClientError> {
-        let request = AdminRequest::GetStream {
-            stream: identifier(stream)?,
-        };
-        let Reply::Stream(details) = self.request(Request::Admin(request))? else {
-            return Err(ClientError::UnexpectedReply {
-                operation: "get stream",
-            });
-        };
-        Ok(details)
+        self.call(Call::get_stream(stream)?)
     }
 
     /// A topic's details, or `None` when there is no such topic.
@@ -261,16 +193,7 @@ impl Client {
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,
     ) -> Result<Option<TopicDetails>, ClientError> {
-        let request = AdminRequest::GetTopic {
-            stream: identifier(stream)?,
-            topic: identifier(topic)?,
-        };
-        let Reply::Topic(details) = self.request(Request::Admin(request))? else {
-            return Err(ClientError::UnexpectedReply {
-                operation: "get topic",
-            });
-        };
-        Ok(details)
+        self.call(Call::get_topic(stream, topic)?)
     }
 
     /// Counters since the client connected: sends, refusals, lookups, reconnects, session
@@ -292,6 +215,12 @@ impl Client {
     /// Any request: submitted to the router, answered when it completes.
     pub fn request(&self, request: Request) -> Result<Reply, ClientError> {
         self.request_within(request, None)
+    }
+
+    /// Submits the call's request and reads the reply as the operation expects.
+    fn call<T>(&self, call: Call<T>) -> Result<T, ClientError> {
+        let Call { request, reply } = call;
+        reply.extract(self.request(request)?)
     }
 
     fn request_within(
@@ -316,34 +245,23 @@ impl Client {
     }
 }
 
-fn identifier(
-    value: impl TryInto<Identifier, Error: Into<ClientError>>,
-) -> Result<Identifier, ClientError> {
-    value.try_into().map_err(Into::into)
+/// The adapter owns the clock: "now" for messages without a producer timestamp, in µs.
+fn unix_micros() -> u64 {
+    u64::try_from(since_unix_epoch().as_micros()).unwrap_or(u64::MAX)
 }
 
-/// The adapter owns the clock: a message without a producer timestamp gets "now", in µs.
-fn stamp_origin_timestamps(messages: &mut [Message]) {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
-        });
-    for message in messages.iter_mut().filter(|m| m.origin_timestamp == 0) {
-        message.origin_timestamp = now;
-    }
-}
-
-/// The router's seed (client ids, jitter). Two clients must never share one, or their
-/// links would share client ids; the core takes no entropy itself, so the adapter mixes the
-/// clock, the process id and a per-process counter.
+/// The router's seed, from this process's clock, id and client count (see `mix_seed`).
 fn seed() -> u64 {
     static CLIENTS: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
+    let nanos = since_unix_epoch().as_nanos() as u64;
+    let clients = CLIENTS.fetch_add(1, Ordering::Relaxed);
+    mix_seed(nanos, std::process::id(), clients)
+}
+
+fn since_unix_epoch() -> Duration {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_nanos() as u64);
-    let count = CLIENTS.fetch_add(1, Ordering::Relaxed);
-    nanos ^ (u64::from(std::process::id()) << 32) ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .unwrap_or_default()
 }
 
 /// Producers on several threads share one client: keep it `Clone + Send + Sync`.

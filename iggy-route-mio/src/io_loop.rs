@@ -9,6 +9,7 @@ use std::sync::mpsc::{self, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use iggy_route_core::client::{ClientError, connect_error};
 use iggy_route_core::{
     CloseReason, ConnectError, LinkId, Output, Reply, Request, RequestId, Router, Stats,
 };
@@ -18,7 +19,6 @@ use mio::{Events, Interest, Poll, Token};
 use tracing::{debug, debug_span, error};
 
 use crate::connection::{ConnectState, Connection};
-use crate::error::ClientError;
 
 /// The token of the waker that announces commands.
 pub(crate) const WAKER: Token = Token(usize::MAX);
@@ -327,20 +327,4 @@ fn resolve(addr: &str) -> Result<SocketAddr, ConnectError> {
         .ok()
         .and_then(|mut addrs| addrs.next())
         .ok_or(ConnectError::Resolve)
-}
-
-fn connect_error(error: &io::Error) -> ConnectError {
-    let unreachable = matches!(
-        error.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::TimedOut
-            | io::ErrorKind::HostUnreachable
-            | io::ErrorKind::NetworkUnreachable
-            | io::ErrorKind::AddrNotAvailable
-    );
-    if unreachable {
-        ConnectError::Unreachable
-    } else {
-        ConnectError::Other(error.to_string())
-    }
 }

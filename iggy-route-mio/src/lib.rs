@@ -33,11 +33,10 @@
 
 mod client;
 mod connection;
-mod error;
 mod io_loop;
 
 pub use client::Client;
-pub use error::ClientError;
+pub use iggy_route_core::client::ClientError;
 pub use iggy_route_core::partitioning::Partitioning;
 pub use iggy_route_core::wire::{
     Consumer, ConsumerKind, Identifier, Message, PollMessagesReply, PolledMessage, PollingStrategy,

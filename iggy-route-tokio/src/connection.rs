@@ -1,9 +1,8 @@
 //! One TCP connection per link: a task that connects and then reads, and a writer task.
 //! They only move bytes and report what the socket did; every decision is the router's.
 
-use std::io;
-
 use bytes::{Bytes, BytesMut};
+use iggy_route_core::client::connect_error;
 use iggy_route_core::{CloseReason, ConnectError, LinkId};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -78,22 +77,6 @@ async fn connect(addr: &str) -> Result<TcpStream, ConnectError> {
         }
     }
     Err(last)
-}
-
-pub(crate) fn connect_error(error: &io::Error) -> ConnectError {
-    let unreachable = matches!(
-        error.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::TimedOut
-            | io::ErrorKind::HostUnreachable
-            | io::ErrorKind::NetworkUnreachable
-            | io::ErrorKind::AddrNotAvailable
-    );
-    if unreachable {
-        ConnectError::Unreachable
-    } else {
-        ConnectError::Other(error.to_string())
-    }
 }
 
 async fn read_loop(link: LinkId, mut read: OwnedReadHalf, events: mpsc::Sender<IoEvent>) {

@@ -6,13 +6,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+use iggy_route_core::client::ClientError;
 use iggy_route_core::{CloseReason, LinkId, Output, Reply, Request, RequestId, Router, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug_span, error};
 
 use crate::connection::{self, IoEvent};
-use crate::error::ClientError;
 
 /// Inputs handled per wake before the driver yields to the runtime, so a flood of bytes
 /// or requests cannot starve other tasks on its worker.

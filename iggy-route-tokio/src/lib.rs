@@ -34,10 +34,9 @@
 mod client;
 mod connection;
 mod driver;
-mod error;
 
 pub use client::Client;
-pub use error::ClientError;
+pub use iggy_route_core::client::ClientError;
 pub use iggy_route_core::partitioning::Partitioning;
 pub use iggy_route_core::wire::{
     Consumer, ConsumerKind, Identifier, Message, PollMessagesReply, PolledMessage, PollingStrategy,
