@@ -159,7 +159,10 @@ fn bug_report_scenario_alternating_sends_are_one_frame_each_on_the_primarys_data
         (stats.session_moves, stats.refusals, stats.sends),
         (0, 0, 6)
     );
-    assert_eq!(stats.reconnects, 0, "opening data links is not reconnecting");
+    assert_eq!(
+        stats.reconnects, 0,
+        "opening data links is not reconnecting"
+    );
 }
 
 #[test]
