@@ -51,9 +51,6 @@ mod rng;
 pub mod router;
 pub mod routing;
 
-#[cfg(test)]
-mod test_clock;
-
 pub use config::{Config, ConnectionStringError, Credentials, Delivery};
 pub use event::{Event, LinkRole, Stats};
 pub use ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};

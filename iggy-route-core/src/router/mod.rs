@@ -25,9 +25,6 @@ mod lifecycle;
 mod link;
 mod service;
 
-#[cfg(test)]
-mod tests;
-
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 

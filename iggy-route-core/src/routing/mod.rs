@@ -25,9 +25,6 @@ pub(crate) use inputs::is_not_found;
 pub(crate) mod lane;
 mod topics;
 
-#[cfg(test)]
-mod tests;
-
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -361,6 +358,20 @@ impl Routing {
     /// The request's typed value and its chosen partition, for the link layer to encode.
     pub(crate) fn pending(&self, id: RequestId) -> Option<&Pending> {
         self.pending.get(&id).filter(|p| !p.completed)
+    }
+
+    /// The partition chosen for a pending request, once its topic's partition count was
+    /// known.
+    pub fn partition_of(&self, id: RequestId) -> Option<u32> {
+        self.pending(id).and_then(|p| p.partition)
+    }
+
+    /// The partition count known for a topic, if it is known.
+    pub fn partition_count(&self, topic: &TopicKey) -> Option<u32> {
+        self.topics
+            .get(topic)
+            .and_then(|t| t.info)
+            .map(|(count, _)| count)
     }
 
     /// Counters so far.

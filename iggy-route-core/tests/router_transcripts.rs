@@ -1,19 +1,20 @@
 //! Transcript tests of the outer face: frames in and out at exact instants, against a tiny
 //! in-memory cluster, each output recorded as a short line.
 #![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
+// A test needs one real instant as the origin of its timeline; every other instant is
+// derived from it, and the code under test never reads the clock.
+#![allow(clippy::disallowed_methods)]
 
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-
-use super::{Output, Router};
-use crate::config::{Config, Credentials};
-use crate::event::Event;
-use crate::fuzzing::fake_cluster::{FakeCluster, Links, addr};
-use crate::ids::RequestId;
-use crate::partitioning::Partitioning;
-use crate::request::{Request, SendRequest};
-use crate::wire::{Identifier, Message};
+use iggy_route_core::fuzzing::fake_cluster::{FakeCluster, Links, addr};
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{
+    CloseReason, Config, ConnectError, Credentials, Event, LinkId, Output, Request, RequestId,
+    Router, SendRequest,
+};
 
 /// A router wired to a fake cluster: every transmit is answered at once.
 struct Harness {
@@ -26,7 +27,7 @@ struct Harness {
 
 impl Harness {
     fn new(cluster: FakeCluster) -> Self {
-        let now = crate::test_clock::origin();
+        let now = Instant::now();
         let seeds = (0..cluster.nodes).map(addr).collect();
         let config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
         let router = Router::new(config, 42, now);
@@ -260,8 +261,7 @@ fn the_session_moves_only_when_its_node_is_unreachable() {
     let mut h = Harness::new(FakeCluster::new(3, vec![0]));
     h.take();
     // The coordinator's link drops: it reconnects to the same node, no move.
-    h.router
-        .handle_closed(h.now, crate::ids::LinkId(1), super::CloseReason::Peer);
+    h.router.handle_closed(h.now, LinkId(1), CloseReason::Peer);
     h.run();
     assert_eq!(
         h.take(),
@@ -270,8 +270,7 @@ fn the_session_moves_only_when_its_node_is_unreachable() {
     assert_eq!(h.router.stats().session_moves, 0);
     assert_eq!(h.router.stats().reconnects, 1);
     // Its node stops answering connects: now the session moves.
-    h.router
-        .handle_closed(h.now, crate::ids::LinkId(2), super::CloseReason::Peer);
+    h.router.handle_closed(h.now, LinkId(2), CloseReason::Peer);
     let link = std::iter::from_fn(|| h.router.poll_output())
         .find_map(|output| match output {
             Output::Connect { link, .. } => Some(link),
@@ -279,7 +278,7 @@ fn the_session_moves_only_when_its_node_is_unreachable() {
         })
         .expect("a reconnect to the same node");
     h.router
-        .handle_connect_failed(h.now, link, super::ConnectError::Unreachable);
+        .handle_connect_failed(h.now, link, ConnectError::Unreachable);
     h.run();
     let transcript = h.take();
     assert_eq!(transcript[0], "session moved node0 -> node1");
@@ -291,8 +290,7 @@ fn the_session_moves_only_when_its_node_is_unreachable() {
 fn garbage_from_a_node_closes_its_link_and_nothing_panics() {
     let mut h = Harness::new(FakeCluster::new(1, vec![0]));
     h.take();
-    h.router
-        .handle_read(h.now, crate::ids::LinkId(1), &[0xff; 300]);
+    h.router.handle_read(h.now, LinkId(1), &[0xff; 300]);
     h.run();
     let transcript = h.take();
     assert!(
@@ -303,7 +301,7 @@ fn garbage_from_a_node_closes_its_link_and_nothing_panics() {
 
 #[test]
 fn credentials_never_appear_in_debug_output() {
-    let now = crate::test_clock::origin();
+    let now = Instant::now();
     let secret = "Sup3r-Secret-pw";
     let config = Config::new(vec![addr(0)], Credentials::user("iggy", secret).unwrap());
     let mut router = Router::new(config, 1, now);
@@ -373,13 +371,19 @@ fn malformed_replies_close_the_link_and_the_request_is_retried_elsewhere_or_fail
     let mut h = Harness::new(FakeCluster::new(1, vec![0]));
     h.take();
     let (_, reply) = h.cluster.answer(0, &{
-        let header =
-            crate::wire::RequestHeader::new(crate::wire::Operation::NonReplicated, 1, 5, 1, 1, 0);
+        let header = iggy_route_core::wire::RequestHeader::new(
+            iggy_route_core::wire::Operation::NonReplicated,
+            1,
+            5,
+            1,
+            1,
+            0,
+        );
         let mut out = bytes::BytesMut::new();
-        crate::wire::encode_request(&header, &[], &mut out);
+        iggy_route_core::wire::encode_request(&header, &[], &mut out);
         out
     });
-    h.router.handle_read(h.now, crate::ids::LinkId(1), &reply);
+    h.router.handle_read(h.now, LinkId(1), &reply);
     h.run();
     assert!(h.take().contains(&"close link1".to_owned()));
 }

@@ -1,15 +1,23 @@
 //! Scenario tests of the routing layer: typed inputs at exact instants, exact decisions out.
 #![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
+// A test needs one real instant as the origin of its timeline (`origin`); every other
+// instant is derived from it, and the code under test never reads the clock.
+#![allow(clippy::disallowed_methods)]
 
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::routing::{Attempt, Decision, RouteAnswer, Routing, Target, TopicAnswer};
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{
+    Config, Credentials, Delivery, Event, NodeId, PartitionKey, Reply, Request, RequestError,
+    RequestId, SendReceipt, SendRequest, SubmitError, TopicKey,
+};
 
-use super::*;
-use crate::config::Credentials;
-use crate::partitioning::Partitioning;
-use crate::request::{Reply, SendReceipt, SendRequest};
-use crate::wire::{Identifier, Message};
+fn origin() -> Instant {
+    Instant::now()
+}
 
 fn config() -> Config {
     Config::new(
@@ -93,11 +101,7 @@ fn warmed(t0: Instant, partitions: u32, primaries: &[(u32, u32)]) -> Routing {
         let id = routing
             .submit(t0, send(Partitioning::PartitionId(p)))
             .unwrap();
-        if routing
-            .topics
-            .get(&topic())
-            .is_none_or(|t| t.info.is_none())
-        {
+        if routing.partition_count(&topic()).is_none() {
             routing.handle_topic(
                 t0,
                 &topic(),
@@ -124,7 +128,7 @@ fn warmed(t0: Instant, partitions: u32, primaries: &[(u32, u32)]) -> Routing {
 
 #[test]
 fn first_send_reads_the_topic_then_looks_the_route_up_then_writes() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(1)))
@@ -161,7 +165,7 @@ fn first_send_reads_the_topic_then_looks_the_route_up_then_writes() {
 
 #[test]
 fn bug_report_scenario_alternating_sends_write_once_each_with_no_lookup() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 2, &[(0, 0), (1, 2)]);
     let lookups = routing.stats().lookups;
     for round in 0..4u32 {
@@ -181,7 +185,7 @@ fn bug_report_scenario_alternating_sends_write_once_each_with_no_lookup() {
 
 #[test]
 fn sends_of_one_partition_are_released_one_at_a_time_in_order() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 1)]);
     let a = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -199,7 +203,7 @@ fn sends_of_one_partition_are_released_one_at_a_time_in_order() {
 
 #[test]
 fn partition_out_of_range_fails_before_anything_is_written() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 2, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(2)))
@@ -213,7 +217,7 @@ fn partition_out_of_range_fails_before_anything_is_written() {
 
 #[test]
 fn unknown_topic_fails_every_waiting_request_with_topic_not_found() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0);
     routing.submit(t0, send(Partitioning::Balanced)).unwrap();
     routing.submit(t0, send(Partitioning::Balanced)).unwrap();
@@ -231,29 +235,23 @@ fn unknown_topic_fails_every_waiting_request_with_topic_not_found() {
 
 #[test]
 fn messages_key_and_balanced_resolve_as_the_sdk_does() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 3, &[(0, 0), (1, 0), (2, 0)]);
     let key = Partitioning::MessagesKey(Bytes::from_static(b"order-1"));
     let id = routing.submit(t0, send(key)).unwrap();
     drain(&mut routing);
     // xxhash32("order-1") = 0xc209e3e8; 0xc209e3e8 % 3 = 1.
-    assert_eq!(
-        routing.pending(id).unwrap().partition,
-        Some(0xc209_e3e8 % 3)
-    );
+    assert_eq!(routing.partition_of(id), Some(0xc209_e3e8 % 3));
     let ids: Vec<RequestId> = (0..3)
         .map(|_| routing.submit(t0, send(Partitioning::Balanced)).unwrap())
         .collect();
-    let chosen: Vec<Option<u32>> = ids
-        .iter()
-        .map(|id| routing.pending(*id).unwrap().partition)
-        .collect();
+    let chosen: Vec<Option<u32>> = ids.iter().map(|id| routing.partition_of(*id)).collect();
     assert_eq!(chosen, [Some(0), Some(1), Some(2)]);
 }
 
 #[test]
 fn queue_full_is_reported_at_submit() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut config = config();
     config.max_pending_per_lane = 2;
     let mut routing = Routing::new(config, 1, t0);
@@ -273,7 +271,7 @@ fn queue_full_is_reported_at_submit() {
 
 #[test]
 fn empty_batch_is_refused_at_submit() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0);
     let request = Request::Send(SendRequest {
         stream: Identifier::Numeric(1),
@@ -291,7 +289,7 @@ fn empty_batch_is_refused_at_submit() {
 
 #[test]
 fn refusal_drops_the_route_and_looks_up_at_once_never_replaying_on_the_refuser() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -319,7 +317,7 @@ fn refusal_drops_the_route_and_looks_up_at_once_never_replaying_on_the_refuser()
 
 #[test]
 fn lookup_naming_the_refuser_backs_off_with_jitter_then_writes_there() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -357,7 +355,7 @@ fn lookup_naming_the_refuser_backs_off_with_jitter_then_writes_there() {
 
 #[test]
 fn repeated_elections_double_the_backoff_up_to_its_cap() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -395,7 +393,7 @@ fn repeated_elections_double_the_backoff_up_to_its_cap() {
 
 #[test]
 fn unreachable_primary_is_treated_like_a_refusal_without_counting_one() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 2)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -410,7 +408,7 @@ fn unreachable_primary_is_treated_like_a_refusal_without_counting_one() {
 
 #[test]
 fn without_routing_commands_nodes_are_tried_in_roster_order_and_the_admitting_one_kept() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = Routing::new(config(), 3, t0);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -452,7 +450,7 @@ fn without_routing_commands_nodes_are_tried_in_roster_order_and_the_admitting_on
 
 #[test]
 fn discovery_round_where_every_node_refuses_backs_off_then_starts_over() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = Routing::new(config(), 3, t0);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -485,7 +483,7 @@ fn discovery_round_where_every_node_refuses_backs_off_then_starts_over() {
 
 #[test]
 fn deadline_completes_a_waiting_request_with_timed_out() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -503,7 +501,7 @@ fn deadline_completes_a_waiting_request_with_timed_out() {
 
 #[test]
 fn a_timed_out_request_in_flight_holds_its_lane_until_the_attempt_ends() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let a = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -532,7 +530,7 @@ fn a_timed_out_request_in_flight_holds_its_lane_until_the_attempt_ends() {
 
 #[test]
 fn link_lost_with_a_send_in_flight_completes_outcome_unknown() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -551,7 +549,7 @@ fn link_lost_with_a_send_in_flight_completes_outcome_unknown() {
 
 #[test]
 fn at_least_once_writes_a_send_again_after_its_link_was_lost() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut config = config();
     config.delivery = Delivery::AtLeastOnce;
     let mut routing = Routing::new(config, 7, t0);
@@ -582,7 +580,7 @@ fn at_least_once_writes_a_send_again_after_its_link_was_lost() {
 
 #[test]
 fn a_moved_watermark_makes_routes_and_partition_counts_stale() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     routing.handle_watermark(t0, 10);
     let id = routing
@@ -613,14 +611,14 @@ fn a_moved_watermark_makes_routes_and_partition_counts_stale() {
 
 #[test]
 fn partition_not_found_from_the_server_invalidates_the_partition_count() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     drain(&mut routing);
     let error = RequestError::Server {
-        code: crate::wire::ErrorCode::PartitionNotFound,
+        code: iggy_route_core::wire::ErrorCode::PartitionNotFound,
     };
     routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Failed(error));
     drain(&mut routing);
@@ -634,10 +632,10 @@ fn partition_not_found_from_the_server_invalidates_the_partition_count() {
 
 #[test]
 fn metadata_commands_go_to_the_roster_leader_and_follow_it_after_a_refusal() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0);
-    let create = Request::Admin(crate::request::AdminRequest::CreateStream {
-        name: crate::wire::Name::new("s").unwrap(),
+    let create = Request::Admin(iggy_route_core::AdminRequest::CreateStream {
+        name: iggy_route_core::wire::Name::new("s").unwrap(),
     });
     let id = routing.submit(t0, create).unwrap();
     assert_eq!(drain(&mut routing), ["fetch roster"]);
@@ -654,7 +652,7 @@ fn metadata_commands_go_to_the_roster_leader_and_follow_it_after_a_refusal() {
 
 #[test]
 fn shutdown_fails_everything_pending_and_refuses_new_requests() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0);
     routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -673,7 +671,7 @@ fn shutdown_fails_everything_pending_and_refuses_new_requests() {
 
 #[test]
 fn time_going_backwards_is_taken_as_the_last_instant() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0 + Duration::from_secs(5));
     routing
         .submit(t0, send(Partitioning::PartitionId(0)))
@@ -684,7 +682,7 @@ fn time_going_backwards_is_taken_as_the_last_instant() {
 
 #[test]
 fn oversized_messages_and_frames_are_refused_before_anything_is_sent() {
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut config = config();
     config.max_frame_size = 4096;
     let mut routing = Routing::new(config, 1, t0);
@@ -713,7 +711,7 @@ fn oversized_messages_and_frames_are_refused_before_anything_is_sent() {
     );
     assert!(matches!(
         roomy.submit(t0, big(64_000_001)).unwrap_err(),
-        SubmitError::Invalid(crate::wire::WireError::InvalidLength {
+        SubmitError::Invalid(iggy_route_core::wire::WireError::InvalidLength {
             field: "payload",
             ..
         })
@@ -742,7 +740,7 @@ fn a_refusal_before_discovery_began_still_bars_that_node_after_another_fails() {
     // Found by the simulation (seeds 13448, 25287, 36527): node 0 refuses under a looked-up
     // route, the next lookup says the cluster has no routing commands, and the first
     // discovery candidate cannot be reached. The refusal by node 0 must still count.
-    let t0 = crate::test_clock::origin();
+    let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(0)))
