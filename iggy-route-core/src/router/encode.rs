@@ -1,7 +1,7 @@
 //! Request bodies: checked at `submit` (so a bad request fails before anything is sent) and
 //! encoded when an attempt is written.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::partitioning::Partitioning;
 use crate::request::{AdminRequest, PollRequest, Request, SubmitError};
@@ -109,12 +109,13 @@ pub(crate) fn get_topic_body(stream: &Identifier, topic: &Identifier) -> Bytes {
     out.freeze()
 }
 
-/// How one attempt of a request goes on the wire.
+/// How one attempt of a request goes on the wire: its operation, its command code, and a
+/// frame whose first 256 bytes are a placeholder for the link to write its header over.
 #[derive(Debug)]
 pub(crate) struct Encoded {
     pub(crate) operation: Operation,
     pub(crate) code: u32,
-    pub(crate) body: Bytes,
+    pub(crate) frame: BytesMut,
 }
 
 /// Encodes a request for one attempt. `primary_gated` selects the routed forms (a poll as
@@ -125,16 +126,17 @@ pub(crate) fn encode(
     primary_gated: bool,
 ) -> Result<Encoded, WireError> {
     let mut out = BytesMut::new();
+    out.put_bytes(0, HEADER_SIZE);
     let code = match request {
         Request::Send(send) => {
-            let body = SendMessagesRequest {
-                stream: send.stream.clone(),
-                topic: send.topic.clone(),
-                partitioning: Partitioning::PartitionId(partition.unwrap_or(0)),
-                messages: send.messages.clone(),
-            };
-            out.reserve(body.encoded_len());
-            body.encode(&mut out);
+            // The 0.11.0 SDK resolves the partition itself and always sends kind 2.
+            SendMessagesRequest::encode_parts(
+                &send.stream,
+                &send.topic,
+                &Partitioning::PartitionId(partition.unwrap_or(0)),
+                &send.messages,
+                &mut out,
+            );
             code::SEND_MESSAGES
         }
         Request::Poll(poll) => {
@@ -163,7 +165,7 @@ pub(crate) fn encode(
     Ok(Encoded {
         operation: Operation::for_code(code),
         code,
-        body: out.freeze(),
+        frame: out,
     })
 }
 

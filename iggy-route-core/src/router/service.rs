@@ -262,13 +262,13 @@ impl Router {
                 if let Some(link) = self.links.get_mut(&link_id) {
                     link.last_used = now;
                 }
-                self.transmit(
+                self.transmit_frame(
                     now,
                     link_id,
                     Job::Request(request, target),
                     encoded.operation,
                     encoded.code,
-                    &encoded.body,
+                    encoded.frame,
                 );
             }
             Err(error) => {
@@ -289,11 +289,35 @@ impl Router {
         code: u32,
         body: &[u8],
     ) {
-        let attempt_timeout = self.config.attempt_timeout;
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
         let frame = link.frame(operation, code, body);
+        self.write_exchange(now, link_id, job, frame);
+    }
+
+    /// [`Router::transmit`] for a frame encoded behind a header placeholder.
+    fn transmit_frame(
+        &mut self,
+        now: Instant,
+        link_id: LinkId,
+        job: Job,
+        operation: Operation,
+        code: u32,
+        frame: bytes::BytesMut,
+    ) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        let frame = link.seal(operation, code, frame);
+        self.write_exchange(now, link_id, job, frame);
+    }
+
+    fn write_exchange(&mut self, now: Instant, link_id: LinkId, job: Job, frame: bytes::Bytes) {
+        let attempt_timeout = self.config.attempt_timeout;
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
         link.last_sent = now;
         link.in_flight = Some(InFlight {
             job,

@@ -61,7 +61,7 @@ pub(crate) fn operation_at(
 
 /// Write the common 128-byte prefix (§1.2).
 pub(crate) fn put_prefix(
-    out: &mut BytesMut,
+    out: &mut impl BufMut,
     cluster: u128,
     size: u32,
     view: u32,
@@ -156,9 +156,8 @@ impl RequestHeader {
         }
     }
 
-    /// Append exactly 256 bytes.
-    pub fn encode(&self, out: &mut BytesMut) {
-        out.reserve(HEADER_SIZE);
+    /// Append exactly 256 bytes (to a `BytesMut`, or over a 256-byte slice).
+    pub fn encode(&self, out: &mut impl BufMut) {
         put_prefix(
             out,
             self.cluster,

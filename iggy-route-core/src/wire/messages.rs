@@ -49,13 +49,34 @@ impl SendMessagesRequest {
 
     /// Append the body exactly as the 0.11.0 SDK encodes it.
     pub fn encode(&self, out: &mut BytesMut) {
-        out.reserve(self.encoded_len());
-        out.put_u32_le(len_u32(self.metadata_len()));
-        self.stream.encode(out);
-        self.topic.encode(out);
-        self.partitioning.encode(out);
-        out.put_u32_le(len_u32(self.messages.len()));
-        encode_batch(0, 0, 0, &self.messages, out);
+        Self::encode_parts(
+            &self.stream,
+            &self.topic,
+            &self.partitioning,
+            &self.messages,
+            out,
+        );
+    }
+
+    /// [`SendMessagesRequest::encode`] from borrowed parts, so a caller that keeps its
+    /// messages elsewhere need not clone them into a request first.
+    pub fn encode_parts(
+        stream: &Identifier,
+        topic: &Identifier,
+        partitioning: &Partitioning,
+        messages: &[Message],
+        out: &mut BytesMut,
+    ) {
+        let metadata_len =
+            stream.encoded_len() + topic.encoded_len() + partitioning.encoded_len() + 4;
+        let frames: usize = messages.iter().map(Message::frame_len).sum();
+        out.reserve(4 + metadata_len + BATCH_HEADER_SIZE + frames);
+        out.put_u32_le(len_u32(metadata_len));
+        stream.encode(out);
+        topic.encode(out);
+        partitioning.encode(out);
+        out.put_u32_le(len_u32(messages.len()));
+        encode_batch(0, 0, 0, messages, out);
     }
 
     /// Encoded size in bytes.
