@@ -58,6 +58,9 @@ pub enum Event {
         node: NodeId,
         /// What it said.
         code: crate::wire::ErrorCode,
+        /// No sign-in with these credentials can succeed (bad credentials or token, an
+        /// incompatible protocol): every pending request was failed with `SignIn`.
+        fatal: bool,
     },
     /// The session (the coordinator link) moved to another node, because its node was
     /// unreachable.
@@ -90,7 +93,9 @@ impl Event {
                     "the cluster has no routing commands; discovering primaries by refusal"
                 );
             }
-            Self::SignInRefused { node, code } => tracing::warn!(%node, %code, "sign-in refused"),
+            Self::SignInRefused { node, code, fatal } => {
+                tracing::warn!(%node, %code, fatal, "sign-in refused");
+            }
             Self::SessionMoved { from, to } => {
                 tracing::warn!(%from, %to, "session moved: its node is unreachable");
             }

@@ -10,9 +10,7 @@ use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{
     Consumer, Identifier, Message, PollMessagesReply, PollingStrategy, StreamDetails, TopicDetails,
 };
-use iggy_route_core::{
-    AdminRequest, Config, PollRequest, Reply, Request, RequestError, Router, SendReceipt, Stats,
-};
+use iggy_route_core::{Config, PollRequest, Reply, Request, Router, SendReceipt, Stats};
 use mio::{Poll, Waker};
 
 use crate::io_loop::{Command, IoLoop, WAKER};
@@ -70,7 +68,14 @@ impl Client {
         let router = Router::new(config, seed(), Instant::now());
         let (commands, command_queue) = mpsc::channel();
         let stats = Arc::new(Mutex::new(Stats::default()));
-        let io_loop = IoLoop::new(poll, router, command_queue, Arc::clone(&stats));
+        let (session_ready, session_signal) = mpsc::channel();
+        let io_loop = IoLoop::new(
+            poll,
+            router,
+            command_queue,
+            Arc::clone(&stats),
+            session_ready,
+        );
         let io_thread = std::thread::Builder::new()
             .name("iggy-route-io".to_owned())
             .spawn(move || tracing::info_span!("iggy_route").in_scope(|| io_loop.run()))?;
@@ -82,18 +87,18 @@ impl Client {
                 io_thread: Mutex::new(Some(io_thread)),
             }),
         };
-        // The core reports a signed-in session as an event and a refused sign-in only by
-        // failing pending requests, so a cheap read (served by the session's node) proves
-        // either way.
-        let probe = Request::Admin(AdminRequest::GetStream {
-            stream: Identifier::Numeric(0),
-        });
-        match client.request_within(probe, Some(budget)) {
-            // The server answered the read, so the session is signed in.
-            Ok(_)
-            | Err(ClientError::Request(
-                RequestError::Server { .. } | RequestError::TopicNotFound { .. },
-            )) => Ok(client),
+        // The I/O thread answers as soon as the core reports the session signed in, or the
+        // credentials refused for good; nodes that cannot be reached are the core's to
+        // retry, within the budget.
+        let outcome = match session_signal.recv_timeout(budget) {
+            Ok(outcome) => outcome,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                Err(ClientError::ConnectTimedOut { after: budget })
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(ClientError::Closed),
+        };
+        match outcome {
+            Ok(()) => Ok(client),
             Err(error) => {
                 client.shutdown();
                 Err(error)

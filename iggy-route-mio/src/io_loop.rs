@@ -9,7 +9,7 @@ use std::sync::mpsc::{self, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use iggy_route_core::client::{ClientError, connect_error};
+use iggy_route_core::client::{ClientError, connect_error, session_signal};
 use iggy_route_core::{
     CloseReason, ConnectError, LinkId, Output, Reply, Request, RequestId, Router, Stats,
 };
@@ -50,6 +50,8 @@ pub(crate) struct IoLoop {
     commands: mpsc::Receiver<Command>,
     stats: Arc<Mutex<Stats>>,
     read_buffer: Vec<u8>,
+    /// `Client::connect` waits on this until the session signed in or was refused.
+    session_ready: Option<mpsc::Sender<Result<(), ClientError>>>,
 }
 
 impl IoLoop {
@@ -58,6 +60,7 @@ impl IoLoop {
         router: Router,
         commands: mpsc::Receiver<Command>,
         stats: Arc<Mutex<Stats>>,
+        session_ready: mpsc::Sender<Result<(), ClientError>>,
     ) -> Self {
         Self {
             poll,
@@ -67,6 +70,7 @@ impl IoLoop {
             commands,
             stats,
             read_buffer: vec![0; READ_CHUNK],
+            session_ready: Some(session_ready),
         }
     }
 
@@ -237,7 +241,15 @@ impl IoLoop {
                         let _ = reply.send(outcome.map_err(ClientError::from));
                     }
                 }
-                Output::Event(event) => event.log(),
+                Output::Event(event) => {
+                    if let Some(signal) = session_signal(&event)
+                        && let Some(ready) = self.session_ready.take()
+                    {
+                        // `connect` may have given up waiting; then nobody listens.
+                        let _ = ready.send(signal);
+                    }
+                    event.log();
+                }
             }
         }
         self.publish_stats();

@@ -9,9 +9,7 @@ use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{
     Consumer, Identifier, Message, PollMessagesReply, PollingStrategy, StreamDetails, TopicDetails,
 };
-use iggy_route_core::{
-    Config, PollRequest, Reply, Request, RequestError, Router, SendReceipt, Stats,
-};
+use iggy_route_core::{Config, PollRequest, Reply, Request, Router, SendReceipt, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, info_span};
 
@@ -46,27 +44,24 @@ impl Client {
         let (commands, command_queue) = mpsc::channel(COMMAND_QUEUE_LEN);
         let (io_events, io_queue) = mpsc::channel(IO_QUEUE_LEN);
         let stats = Arc::new(Mutex::new(Stats::default()));
-        let driver = Driver::new(router, io_events, Arc::clone(&stats));
+        let (session_ready, session_signal) = oneshot::channel();
+        let driver = Driver::new(router, io_events, Arc::clone(&stats), session_ready);
         let span = info_span!("iggy_route");
         tokio::spawn(driver.run(command_queue, io_queue).instrument(span));
         let client = Client { commands, stats };
-        // The core reports a signed-in session as an event and a refused sign-in only by
-        // failing pending requests, so a cheap read (served by the session's node) proves
-        // either way.
-        let probe = client.get_stream(Identifier::Numeric(0));
-        match tokio::time::timeout(budget, probe).await {
-            // The server answered the read, so the session is signed in.
-            Ok(Ok(_))
-            | Ok(Err(ClientError::Request(
-                RequestError::Server { .. } | RequestError::TopicNotFound { .. },
-            ))) => Ok(client),
-            Ok(Err(error)) => {
+        // The driver answers as soon as the core reports the session signed in, or the
+        // credentials refused for good; nodes that cannot be reached are the core's to
+        // retry, within the budget.
+        let outcome = match tokio::time::timeout(budget, session_signal).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(_driver_gone)) => Err(ClientError::Closed),
+            Err(_elapsed) => Err(ClientError::ConnectTimedOut { after: budget }),
+        };
+        match outcome {
+            Ok(()) => Ok(client),
+            Err(error) => {
                 client.shutdown().await;
                 Err(error)
-            }
-            Err(_elapsed) => {
-                client.shutdown().await;
-                Err(ClientError::ConnectTimedOut { after: budget })
             }
         }
     }

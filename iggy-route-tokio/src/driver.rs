@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use iggy_route_core::client::ClientError;
+use iggy_route_core::client::{ClientError, session_signal};
 use iggy_route_core::{CloseReason, LinkId, Output, Reply, Request, RequestId, Router, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -58,6 +58,8 @@ pub(crate) struct Driver {
     pending: HashMap<RequestId, ReplySender>,
     io_events: mpsc::Sender<IoEvent>,
     stats: Arc<Mutex<Stats>>,
+    /// `Client::connect` waits on this until the session signed in or was refused.
+    session_ready: Option<oneshot::Sender<Result<(), ClientError>>>,
 }
 
 impl Driver {
@@ -65,6 +67,7 @@ impl Driver {
         router: Router,
         io_events: mpsc::Sender<IoEvent>,
         stats: Arc<Mutex<Stats>>,
+        session_ready: oneshot::Sender<Result<(), ClientError>>,
     ) -> Self {
         Self {
             router,
@@ -72,6 +75,7 @@ impl Driver {
             pending: HashMap::new(),
             io_events,
             stats,
+            session_ready: Some(session_ready),
         }
     }
 
@@ -201,7 +205,15 @@ impl Driver {
                         let _ = reply.send(outcome.map_err(ClientError::from));
                     }
                 }
-                Output::Event(event) => event.log(),
+                Output::Event(event) => {
+                    if let Some(signal) = session_signal(&event)
+                        && let Some(ready) = self.session_ready.take()
+                    {
+                        // `connect` may have given up waiting; then nobody listens.
+                        let _ = ready.send(signal);
+                    }
+                    event.log();
+                }
             }
         }
         self.publish_stats();

@@ -15,6 +15,8 @@ pub use call::{Call, ExpectedReply};
 pub use error::ClientError;
 
 use crate::ConnectError;
+use crate::event::{Event, LinkRole};
+use crate::request::RequestError;
 use crate::wire::{Identifier, Message};
 
 /// Converts a stream or topic argument (`u32`, `&str` or [`Identifier`]) to an identifier.
@@ -55,5 +57,30 @@ pub fn connect_error(error: &io::Error) -> ConnectError {
         ConnectError::Unreachable
     } else {
         ConnectError::Other(error.to_string())
+    }
+}
+
+/// What an event says about the session an adapter's `connect` waits for: `Some(Ok(()))`
+/// once the coordinator link has signed in, `Some(Err(..))` when the credentials were
+/// refused for good, `None` for any other event (a refusal that may pass, such as a node
+/// that is not ready, leaves the router trying the next node).
+pub fn session_signal(event: &Event) -> Option<Result<(), ClientError>> {
+    match event {
+        Event::LinkUp {
+            role: LinkRole::Coordinator,
+            ..
+        } => Some(Ok(())),
+        Event::SignInRefused {
+            code, fatal: true, ..
+        } => Some(Err(ClientError::Request(RequestError::SignIn {
+            code: *code,
+        }))),
+        Event::LinkUp { .. }
+        | Event::LinkDown { .. }
+        | Event::RouteLearned { .. }
+        | Event::Refused { .. }
+        | Event::DiscoveryByRefusal
+        | Event::SignInRefused { .. }
+        | Event::SessionMoved { .. } => None,
     }
 }

@@ -240,3 +240,35 @@ fn client_error_messages_are_short_and_typed() {
     assert_eq!(error.to_string(), "i/o error: no threads");
     assert_eq!(ClientError::Closed.to_string(), "client shut down");
 }
+
+#[test]
+fn session_signal_answers_on_the_coordinator_link_or_a_fatal_refusal_only() {
+    use crate::event::{Event, LinkRole};
+    use crate::ids::{LinkId, NodeId};
+    use crate::wire::ErrorCode;
+    let up = |role| Event::LinkUp {
+        link: LinkId(1),
+        node: NodeId(0),
+        role,
+    };
+    assert!(matches!(
+        super::session_signal(&up(LinkRole::Coordinator)),
+        Some(Ok(()))
+    ));
+    assert!(super::session_signal(&up(LinkRole::Data)).is_none());
+    let refused = |fatal| Event::SignInRefused {
+        node: NodeId(0),
+        code: ErrorCode::InvalidCredentials,
+        fatal,
+    };
+    assert!(matches!(
+        super::session_signal(&refused(true)),
+        Some(Err(ClientError::Request(crate::RequestError::SignIn {
+            code: ErrorCode::InvalidCredentials
+        })))
+    ));
+    assert!(
+        super::session_signal(&refused(false)).is_none(),
+        "a passing refusal keeps waiting"
+    );
+}

@@ -150,25 +150,22 @@ impl Router {
     /// session fails with the server's reason, and the node backs off before the next try.
     fn sign_in_failed(&mut self, now: Instant, link_id: LinkId, code: ErrorCode) {
         warn!(link = %link_id, %code, "sign-in refused");
-        if let Some(link) = self.links.get(&link_id) {
-            let node = link.node;
-            self.outputs
-                .push_back(super::Output::Event(crate::event::Event::SignInRefused {
-                    node,
-                    code,
-                }));
-        }
-        // Closing a link that never signed in counts as a failure of its node: it backs
-        // off, and a coordinator moves on (see `link_gone`).
-        self.close_link(now, link_id);
-        let terminal = matches!(
+        let fatal = matches!(
             code,
             ErrorCode::InvalidCredentials
                 | ErrorCode::InvalidPersonalAccessToken
                 | ErrorCode::IncompatibleProtocolVersion
                 | ErrorCode::InvalidFormat
         );
-        if terminal {
+        if let Some(link) = self.links.get(&link_id) {
+            let node = link.node;
+            let event = crate::event::Event::SignInRefused { node, code, fatal };
+            self.outputs.push_back(super::Output::Event(event));
+        }
+        // Closing a link that never signed in counts as a failure of its node: it backs
+        // off, and a coordinator moves on (see `link_gone`).
+        self.close_link(now, link_id);
+        if fatal {
             // Nothing can succeed with these credentials: say so now rather than at each
             // request's deadline. Queued work stays queued and is released as not sent.
             self.routing.fail_all(now, RequestError::SignIn { code });
