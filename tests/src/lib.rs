@@ -3,4 +3,5 @@
 
 pub mod cluster;
 pub mod demo;
+pub mod error_events;
 pub mod sim;

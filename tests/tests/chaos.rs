@@ -129,6 +129,7 @@ async fn read_back(client: &Client, partition: u32) -> Vec<u128> {
 
 #[test]
 fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_links() {
+    iggy_route_tests::error_events::install();
     let seconds: u64 = std::env::var("CHAOS_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -263,4 +264,5 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
         client.shutdown().await;
         cluster.shutdown().await;
     });
+    iggy_route_tests::error_events::assert_none();
 }

@@ -32,6 +32,7 @@ fn requests_seen(cluster: &TestCluster) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_returns_once_signed_in_without_a_probe_request() {
+    iggy_route_tests::error_events::install();
     let cluster = TestCluster::start(3).await;
     let client = iggy_route_tokio::Client::connect(config(&cluster, "iggy"))
         .await
@@ -57,10 +58,12 @@ async fn connect_returns_once_signed_in_without_a_probe_request() {
         .unwrap();
     blocking.shutdown();
     cluster.shutdown().await;
+    iggy_route_tests::error_events::assert_none();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_credentials_fail_connect_at_once_with_the_servers_reason() {
+    iggy_route_tests::error_events::install();
     let cluster = TestCluster::start(2).await;
     let started = Instant::now();
     let error = iggy_route_tokio::Client::connect(config(&cluster, "wrong-password"))
@@ -96,10 +99,12 @@ async fn refused_credentials_fail_connect_at_once_with_the_servers_reason() {
     );
     assert!(!format!("{error:?} {error}").contains("wrong-password"));
     cluster.shutdown().await;
+    iggy_route_tests::error_events::assert_none();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_times_out_when_no_node_answers() {
+    iggy_route_tests::error_events::install();
     let cluster = TestCluster::start(1).await;
     let config = config(&cluster, "iggy");
     cluster.stop_node(0).await;
@@ -109,4 +114,5 @@ async fn connect_times_out_when_no_node_answers() {
         "{error:?}"
     );
     cluster.shutdown().await;
+    iggy_route_tests::error_events::assert_none();
 }

@@ -34,6 +34,7 @@ fn auto_commit_poll(partition: u32, count: u32) -> PollRequest {
 }
 
 async fn start() -> (TestCluster, Client) {
+    iggy_route_tests::error_events::install();
     let cluster = TestCluster::start(3).await;
     cluster.create_stream_and_topic("orders", "events", 3);
     // The session sits on node 0 (the first seed); no partition's primary is there.
@@ -100,6 +101,7 @@ async fn auto_commit_polls_are_served_and_committed_on_the_primary_while_the_ses
     assert_eq!(client.stats().session_moves, 0);
     client.shutdown().await;
     cluster.shutdown().await;
+    iggy_route_tests::error_events::assert_none();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,6 +134,7 @@ async fn offset_writes_go_to_the_primary_and_follow_it_when_it_moves() {
     assert_eq!(client.stats().session_moves, 0);
     client.shutdown().await;
     cluster.shutdown().await;
+    iggy_route_tests::error_events::assert_none();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,4 +155,5 @@ async fn a_moved_primary_reroutes_the_next_auto_commit_poll_at_once() {
     assert_eq!(client.stats().session_moves, 0);
     client.shutdown().await;
     cluster.shutdown().await;
+    iggy_route_tests::error_events::assert_none();
 }

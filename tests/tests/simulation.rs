@@ -22,6 +22,7 @@ fn env_u64(name: &str) -> Option<u64> {
 
 #[test]
 fn every_seed_keeps_every_invariant() {
+    iggy_route_tests::error_events::install();
     let seeds: Vec<u64> = match env_u64("SIM_SEED") {
         Some(seed) => vec![seed],
         None => {
@@ -87,6 +88,7 @@ fn every_seed_keeps_every_invariant() {
         started.elapsed()
     );
     println!("seeds: {}", seeds.len());
+    iggy_route_tests::error_events::assert_none();
 }
 
 #[test]

@@ -43,8 +43,18 @@ struct Harness {
     runtime: tokio::runtime::Runtime,
 }
 
+/// Every scenario ends with the check that nothing was logged at ERROR.
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            iggy_route_tests::error_events::assert_none();
+        }
+    }
+}
+
 impl Harness {
     fn start(nodes: usize, discovery: Discovery) -> Self {
+        iggy_route_tests::error_events::install();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
