@@ -439,3 +439,88 @@ fn refused_credentials_fail_pending_requests_and_every_redial_waits_for_its_back
         );
     }
 }
+
+#[test]
+fn outcome_unknown_57_is_replayed_byte_for_byte_on_the_same_link_only() {
+    let mut h = Harness::new(FakeCluster::new(2, vec![1]));
+    h.send(0);
+    h.take();
+    h.cluster.not_committed = 1;
+    let request = Request::Send(SendRequest {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitioning: Partitioning::PartitionId(0),
+        messages: vec![Message::default()],
+    });
+    let id = h.router.submit(h.now, request).unwrap();
+    let Some(Output::Transmit { link, bytes: first }) = h.router.poll_output() else {
+        panic!("the send is written");
+    };
+    let (name, reply) = h.cluster.answer(1, &first);
+    assert_eq!(name, "SEND 57");
+    h.router.handle_read(h.now, link, &reply);
+    assert!(
+        h.router.poll_output().is_none(),
+        "nothing until the replay interval"
+    );
+    let replay_at = h.router.poll_timeout().unwrap();
+    assert_eq!(
+        replay_at,
+        h.now + Duration::from_millis(20),
+        "the replay interval"
+    );
+    h.now = replay_at;
+    h.router.handle_timeout(h.now);
+    let Some(Output::Transmit {
+        link: again,
+        bytes: replayed,
+    }) = h.router.poll_output()
+    else {
+        panic!("the same frame is written again");
+    };
+    assert_eq!(
+        (again, &replayed),
+        (link, &first),
+        "same link, same bytes (same request id)"
+    );
+    let (name, reply) = h.cluster.answer(1, &replayed);
+    assert_eq!(name, "SEND p0");
+    h.router.handle_read(h.now, link, &reply);
+    h.run();
+    assert_eq!(h.take(), [format!("completed {id} ok")]);
+    assert_eq!(h.router.stats().refusals, 0);
+}
+
+#[test]
+fn idle_links_send_heartbeats_and_idle_data_links_are_closed() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]));
+    h.send(0);
+    h.take();
+    let start = h.now;
+    let mut pings = 0;
+    let mut closed = Vec::new();
+    // Walk time forward deadline by deadline, for a little over the idle timeout (60 s).
+    for _ in 0..100 {
+        let next = h.router.poll_timeout().unwrap();
+        if next > start + Duration::from_secs(70) {
+            break;
+        }
+        h.now = next;
+        h.router.handle_timeout(h.now);
+        h.run();
+        for line in h.take() {
+            if line.ends_with("PING") {
+                pings += 1;
+            } else if line.starts_with("close") {
+                closed.push((line, h.now - start));
+            }
+        }
+    }
+    // Both links ping every 5 s while idle; the data link (link2) closes at 60 s idle, the
+    // coordinator (link1) never does.
+    assert!(pings >= 20, "{pings} pings");
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    assert_eq!(closed[0].0, "close link2");
+    assert_eq!(closed[0].1, Duration::from_secs(60));
+    assert_eq!(h.router.link_count(), (1, 1), "the coordinator stays");
+}

@@ -41,6 +41,8 @@ pub struct FakeCluster {
     pub logs: BTreeMap<u32, u64>,
     /// Evict every login with `InvalidCredentials`, as a server does for a bad password.
     pub refuse_logins: bool,
+    /// Answer this many of the next sends with `TransientNotCommitted` (57), outcome unknown.
+    pub not_committed: usize,
     /// Logins served.
     pub logins: usize,
     /// Sends refused (status 58).
@@ -58,6 +60,7 @@ impl FakeCluster {
             routing_commands: true,
             next_session: 100,
             refuse_logins: false,
+            not_committed: 0,
             logs: BTreeMap::new(),
             logins: 0,
             refusals: 0,
@@ -95,6 +98,10 @@ impl FakeCluster {
                 }
                 .encode(&mut out);
                 ("LOGIN".to_owned(), 0, self.next_session)
+            }
+            Operation::SendMessages if self.not_committed > 0 => {
+                self.not_committed -= 1;
+                ("SEND 57".to_owned(), 57, 0)
             }
             Operation::SendMessages => {
                 let request = SendMessagesRequest::decode(&body).unwrap_or_else(|e| panic!("{e}"));
