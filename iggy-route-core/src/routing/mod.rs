@@ -402,12 +402,7 @@ impl Routing {
         self.pending.values().filter(|p| !p.completed).count()
     }
 
-    /// Requests waiting in the lane of `lane`, for bound checks.
-    pub fn lane_len(&self, lane: &LaneKey) -> usize {
-        self.lanes.get(lane).map_or(0, Lane::len)
-    }
-
-    /// Every lane's queue length, in key order (for invariant checks).
+    /// Every lane's length (waiting plus in flight), in key order, for invariant checks.
     pub fn lane_lengths(&self) -> Vec<usize> {
         self.lanes.values().map(Lane::len).collect()
     }
