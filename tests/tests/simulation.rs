@@ -50,6 +50,12 @@ fn every_seed_keeps_every_invariant() {
         session_moves: 0,
         lane_peak_percent: 0,
         pending_peak_percent: 0,
+        polls_ok: 0,
+        polled: 0,
+        stores_ok: 0,
+        admin_ok: 0,
+        ops_failed: 0,
+        new_partition_acks: 0,
     };
     for &seed in &seeds {
         let report = sim::run_with(seed, options);
@@ -68,6 +74,12 @@ fn every_seed_keeps_every_invariant() {
         total.session_moves += report.session_moves;
         total.lane_peak_percent = total.lane_peak_percent.max(report.lane_peak_percent);
         total.pending_peak_percent = total.pending_peak_percent.max(report.pending_peak_percent);
+        total.polls_ok += report.polls_ok;
+        total.polled += report.polled;
+        total.stores_ok += report.stores_ok;
+        total.admin_ok += report.admin_ok;
+        total.ops_failed += report.ops_failed;
+        total.new_partition_acks += report.new_partition_acks;
     }
     println!(
         "steps: {}, simulated: {:?}, sends: {} accepted, {} queue-full, {} acked, {} unknown, \
@@ -86,6 +98,16 @@ fn every_seed_keeps_every_invariant() {
         total.lane_peak_percent,
         total.pending_peak_percent,
         started.elapsed()
+    );
+    println!(
+        "polls: {} ok ({} messages); offset writes: {} ok; admin: {} ok; {} failed; \
+         acked sends to the added partition: {}",
+        total.polls_ok,
+        total.polled,
+        total.stores_ok,
+        total.admin_ok,
+        total.ops_failed,
+        total.new_partition_acks
     );
     println!("seeds: {}", seeds.len());
     iggy_route_tests::error_events::assert_none();

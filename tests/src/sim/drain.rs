@@ -2,6 +2,7 @@
 //! - a `Transmit` only on a link the router was told is connected and not yet gone;
 //! - the refusal rule (see `wiretap.rs`);
 //! - every request completes exactly once, and the log rules (see `ledger.rs`);
+//! - the rules of polls, offset writes and admin requests (see `opsbook.rs`);
 //! - the session moves only away from a node that is stopped or that a connect just
 //!   failed to;
 //! - lanes and the pending total stay within their configured bounds;
@@ -98,7 +99,14 @@ impl Simulation {
             Output::Completed { id, outcome } => {
                 self.trace
                     .line(now, format_args!("r{index} completed {id} {outcome:?}"));
-                if let Err(message) = self.ledger.completed(index, id, &outcome) {
+                let result = if self.opsbook.owns(index, id) {
+                    self.op_completed(index, id, &outcome)
+                } else {
+                    self.ledger
+                        .completed(index, id, &outcome)
+                        .and_then(|()| self.opsbook.send_completed(index, id, &outcome))
+                };
+                if let Err(message) = result {
                     self.fail(format_args!("{message}"));
                 }
             }
@@ -146,6 +154,7 @@ impl Simulation {
 
     /// The checks that look at the whole run after each step.
     pub(super) fn check_step(&mut self) {
+        self.check_ops();
         let topic = self.topic;
         let logs: Vec<&[StoredMessage]> = (0..topic.partitions)
             .map(|partition| {

@@ -12,6 +12,8 @@ use super::faults::{Fault, FaultSchedule};
 use super::ledger::Ledger;
 use super::network::{ConnId, Delivery, Network};
 use super::nodes::{SimNodes, SimTopic};
+use super::ops::Ops;
+use super::opsbook::OpsBook;
 use super::rng::SimRng;
 use super::scenario::{NODES, PARTITIONS, Scenario};
 use super::trace::Trace;
@@ -33,6 +35,7 @@ enum Next {
     Deliver,
     Fault,
     Submit,
+    Op,
     Timeout(usize),
 }
 
@@ -49,8 +52,10 @@ pub(super) struct Simulation {
     pub(super) routers: Vec<Router>,
     pub(super) configs: Vec<Config>,
     workload: Workload,
+    pub(super) ops: Ops,
     faults: FaultSchedule,
     pub(super) ledger: Ledger,
+    pub(super) opsbook: OpsBook,
     pub(super) wiretap: Wiretap,
     pub(super) trace: Trace,
     /// The node a connection attempt just failed to, during the step that reports it: the
@@ -77,8 +82,10 @@ impl Simulation {
         let primaries: Vec<usize> = (0..PARTITIONS).map(|_| rng.index(NODES)).collect();
         let topic = nodes.create_topic(&primaries);
         let workload = Workload::generate(&scenario, topic);
-        let faults =
-            FaultSchedule::generate(&scenario, workload.end() + Duration::from_millis(500));
+        let ops = Ops::generate(&scenario);
+        let end = workload.end().max(ops.end());
+        let faults = FaultSchedule::generate(&scenario, end + Duration::from_millis(500));
+        let opsbook = OpsBook::new(scenario.routing_commands && !scenario.toggle_routing_commands);
         let network = Network::new(scenario.network, SimRng::new(seed, 0x0E7_4E7));
         let configs: Vec<Config> = (0..scenario.routers)
             .map(|index| scenario.router_config(index))
@@ -101,8 +108,10 @@ impl Simulation {
             routers: Vec::new(),
             configs,
             workload,
+            ops,
             faults,
             ledger,
+            opsbook,
             wiretap,
             trace,
             connect_failed_node: None,
@@ -127,8 +136,10 @@ impl Simulation {
                 self.fail(format_args!("the step bound of {STEPS_MAX} was reached"));
             }
             let settled = self.workload.next_at().is_none()
+                && self.ops.next_at().is_none()
                 && self.faults.remaining() == 0
-                && self.ledger.all_completed();
+                && self.ledger.all_completed()
+                && self.opsbook.all_completed();
             if settled && quiet_from.is_none() {
                 quiet_from = Some(self.now);
             }
@@ -150,7 +161,7 @@ impl Simulation {
             self.apply(next);
             self.check_step();
         }
-        if let Err(message) = self.ledger.finish() {
+        if let Err(message) = self.ledger.finish().and_then(|()| self.opsbook.finish()) {
             self.fail(format_args!("{message}"));
         }
         self.report()
@@ -159,7 +170,7 @@ impl Simulation {
     /// Everything must be over by then: the last submit, plus a request's whole life,
     /// plus slack for the quiet period.
     fn horizon(&self) -> Duration {
-        self.workload.end()
+        self.workload.end().max(self.ops.end())
             + Duration::from_secs(2)
             + self.configs[0].request_timeout
             + QUIET_PERIOD
@@ -177,6 +188,7 @@ impl Simulation {
         consider(self.network.next_at(), Next::Deliver);
         consider(self.faults.next_at(), Next::Fault);
         consider(self.workload.next_at(), Next::Submit);
+        consider(self.ops.next_at(), Next::Op);
         for (index, router) in self.routers.iter().enumerate() {
             let at = router
                 .poll_timeout()
@@ -203,6 +215,7 @@ impl Simulation {
                 }
             }
             Next::Submit => self.submit(),
+            Next::Op => self.submit_op(),
             Next::Timeout(index) => {
                 self.trace.line(self.now, format_args!("r{index} timeout"));
                 let now = self.instant();
@@ -335,6 +348,10 @@ impl Simulation {
         if let Err(message) = self.ledger.submitted(id, &send) {
             self.fail(format_args!("{message}"));
         }
+        if let Some(id) = id {
+            self.opsbook
+                .send_submitted(router, id, send.partition, self.now);
+        }
         self.drain(router, false);
     }
 
@@ -351,6 +368,7 @@ impl Simulation {
 
     fn report(&self) -> SimReport {
         let tally = self.ledger.tally();
+        let ops = self.opsbook.tally();
         SimReport {
             seed: self.scenario.seed,
             steps: self.step,
@@ -366,6 +384,12 @@ impl Simulation {
             session_moves: self.session_moves,
             lane_peak_percent: self.lane_peak_percent,
             pending_peak_percent: self.pending_peak_percent,
+            polls_ok: ops.polls_ok,
+            polled: ops.polled,
+            stores_ok: ops.stores_ok,
+            admin_ok: ops.admin_ok,
+            ops_failed: ops.failed,
+            new_partition_acks: ops.new_partition_acks,
         }
     }
 }

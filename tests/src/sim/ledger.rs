@@ -7,10 +7,14 @@
 //! - with `AtMostOnce` no message is ever in a log twice, so a send that ended
 //!   `OutcomeUnknown` or `TimedOut` is there at most once, and a send that failed with a
 //!   definite error (or was never accepted) is not there at all;
-//! - one router's messages to one partition appear in the order they were submitted.
+//! - one router's messages to one partition appear in the order they were submitted;
+//! - a keyed batch lands in the partition its key resolves to under a partition count
+//!   the topic has had (the count changes once per run), and in only that one.
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
+use iggy_route_core::partitioning::resolve_partition;
 use iggy_route_core::{Delivery, Outcome, Reply, RequestError, RequestId};
 
 use crate::cluster::StoredMessage;
@@ -33,6 +37,33 @@ struct Batch {
     partition: u32,
     messages: u32,
     ending: Option<Ending>,
+    /// The message key of a keyed batch: its partition depends on the count the router
+    /// resolved it under.
+    key: Option<Bytes>,
+    /// The partition is settled (seen in a log or in a receipt).
+    pinned: bool,
+}
+
+impl Batch {
+    /// Whether the batch may land in `partition`, and settle it there if so.
+    fn settle(&mut self, partition: u32, counts: &[u32]) -> bool {
+        if partition == self.partition {
+            self.pinned = true;
+            return true;
+        }
+        let Some(key) = &self.key else {
+            return false;
+        };
+        let allowed = counts
+            .iter()
+            .any(|&count| resolve_partition(key, count) == Some(partition));
+        if self.pinned || !allowed {
+            return false;
+        }
+        self.partition = partition;
+        self.pinned = true;
+        true
+    }
 }
 
 /// Counts of how requests ended, for the report.
@@ -63,6 +94,8 @@ pub struct Ledger {
     last_first: BTreeMap<(u32, u32), MessageTag>,
     /// Acks whose log entries are still to be verified (after this step's scan).
     fresh_acks: Vec<(u32, u32, Option<u64>)>,
+    /// Partition counts the topic has had.
+    counts: Vec<u32>,
     tally: Tally,
 }
 
@@ -77,6 +110,7 @@ impl Ledger {
             scanned: vec![0; partitions as usize],
             last_first: BTreeMap::new(),
             fresh_acks: Vec::new(),
+            counts: vec![partitions],
             tally: Tally::default(),
         }
     }
@@ -101,6 +135,8 @@ impl Ledger {
             partition: send.partition,
             messages: send.messages,
             ending,
+            key: send.key.clone(),
+            pinned: false,
         };
         self.batches.insert(key, batch);
         Ok(())
@@ -128,7 +164,9 @@ impl Ledger {
         }
         let ending = match outcome {
             Ok(Reply::Sent(receipt)) => {
-                if receipt.partition_id != batch.partition || receipt.messages != batch.messages {
+                if !batch.settle(receipt.partition_id, &self.counts)
+                    || receipt.messages != batch.messages
+                {
                     return Err(format!(
                         "router {router} batch {}: receipt {receipt:?} does not match partition {} with {} messages",
                         key.1, batch.partition, batch.messages
@@ -175,12 +213,12 @@ impl Ledger {
                     "partition {partition} offset {offset}: untagged payload"
                 ));
             };
-            let Some(batch) = self.batches.get(&(tag.router, tag.batch)) else {
+            let Some(batch) = self.batches.get_mut(&(tag.router, tag.batch)) else {
                 return Err(format!(
                     "partition {partition} offset {offset}: {tag:?} was never submitted"
                 ));
             };
-            if batch.partition != partition {
+            if !batch.settle(partition, &self.counts) {
                 return Err(format!(
                     "{tag:?} landed in partition {partition}, not {}",
                     batch.partition
@@ -252,6 +290,16 @@ impl Ledger {
         Ok(())
     }
 
+    /// The topic now has `partitions` partitions.
+    pub fn grow(&mut self, partitions: u32) {
+        if self.counts.last() != Some(&partitions) {
+            self.counts.push(partitions);
+        }
+        if self.scanned.len() < partitions as usize {
+            self.scanned.resize(partitions as usize, 0);
+        }
+    }
+
     /// Whether every accepted request has completed.
     pub fn all_completed(&self) -> bool {
         self.requests
@@ -316,6 +364,7 @@ mod tests {
                 messages: Vec::new(),
             }),
             messages: 1,
+            key: None,
         }
     }
 

@@ -9,7 +9,8 @@
 //! fault schedule ([`faults`]) cuts connections, stops and restarts nodes, moves partition
 //! primaries and the metadata leader, slows nodes down and switches the routing commands
 //! off (some seeds run without them throughout). Each router submits a bounded workload of
-//! sends ([`workload`]) whose payloads name their router and batch.
+//! sends ([`workload`]) whose payloads name their router and batch, and of polls, offset
+//! writes and admin requests ([`ops`]), one of which adds a partition to the topic.
 //!
 //! After every step the invariants of `drain.rs`, `ledger.rs` and `wiretap.rs` are
 //! checked; a violation panics with the seed and the step, and [`run`] with that seed
@@ -22,6 +23,9 @@ pub mod faults;
 pub mod ledger;
 pub mod network;
 pub mod nodes;
+pub mod ops;
+pub mod opsbook;
+mod opsrun;
 pub mod rng;
 pub mod scenario;
 pub mod trace;
@@ -61,6 +65,18 @@ pub struct SimReport {
     pub lane_peak_percent: u64,
     /// The most requests any router held, in percent of its bound.
     pub pending_peak_percent: u64,
+    /// Polls that succeeded.
+    pub polls_ok: u64,
+    /// Messages those polls returned.
+    pub polled: u64,
+    /// Offset writes that succeeded.
+    pub stores_ok: u64,
+    /// Admin requests that succeeded.
+    pub admin_ok: u64,
+    /// Polls, offset writes and admin requests that ended with an error.
+    pub ops_failed: u64,
+    /// Acked sends to the partition added during the run.
+    pub new_partition_acks: u64,
 }
 
 /// How to run a seed.

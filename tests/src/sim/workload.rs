@@ -1,6 +1,9 @@
 //! The routers' bounded workload: 30 to 80 sends each of small batches, to explicit
 //! partitions or by message key, spread over the workload span (sometimes in bursts).
 //!
+//! Sends planned after the run's `CREATE_PARTITIONS` (see `ops.rs`) may name the
+//! partition it adds.
+//!
 //! Every message's payload names its router, its batch (the router's own send sequence)
 //! and its place in the batch, so the checker can account for each one in the logs.
 
@@ -13,6 +16,7 @@ use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Request, SendRequest};
 
 use super::nodes::SimTopic;
+use super::ops::{Ops, PLAN_ADMIN};
 use super::rng::SimRng;
 use super::scenario::Scenario;
 
@@ -74,6 +78,9 @@ pub struct PlannedSend {
     pub request: Request,
     /// Messages in the batch.
     pub messages: u32,
+    /// The message key of a keyed send (`partition` is where it resolves under the
+    /// topic's first partition count).
+    pub key: Option<Bytes>,
 }
 
 /// Every router's planned sends, in submission order.
@@ -89,6 +96,8 @@ impl Workload {
         let mut rng = SimRng::new(scenario.seed, 0x0040_4C0A_D000);
         let span = scenario.workload_span.as_micros() as u64;
         let mut sends = Vec::new();
+        let add_partition_at =
+            PLAN_ADMIN.then(|| Ops::add_partition_at(scenario).as_micros() as u64);
         for router in 0..scenario.routers {
             let count = rng.range(30, 80);
             let mean_gap = span / count;
@@ -98,13 +107,18 @@ impl Workload {
                 if !rng.chance(25) {
                     at += rng.range(0, 2 * mean_gap);
                 }
-                let (partitioning, partition) = if rng.chance(50) {
-                    let partition = rng.range(0, u64::from(topic.partitions) - 1) as u32;
-                    (Partitioning::partition_id(partition), partition)
+                let added = add_partition_at.is_some_and(|from| at > from);
+                let (partitioning, partition, key) = if rng.chance(50) {
+                    let partition = if added && rng.chance(30) {
+                        topic.partitions
+                    } else {
+                        rng.range(0, u64::from(topic.partitions) - 1) as u32
+                    };
+                    (Partitioning::partition_id(partition), partition, None)
                 } else {
                     let key = Bytes::from(format!("key-{}", rng.range(0, 7)));
                     let partition = resolve_partition(&key, topic.partitions).unwrap_or(0);
-                    (Partitioning::MessagesKey(key), partition)
+                    (Partitioning::MessagesKey(key.clone()), partition, Some(key))
                 };
                 let messages = rng.range(1, 3) as u32;
                 let batch_messages = (0..messages)
@@ -135,6 +149,7 @@ impl Workload {
                         messages: batch_messages,
                     }),
                     messages,
+                    key,
                 });
             }
         }

@@ -1,0 +1,257 @@
+//! The routers' requests other than sends: auto-commit polls (`Next`, per-router
+//! consumer), plain polls (`Offset(k)`), consumer offset writes, `GET_TOPIC`, and once per
+//! seed a `CREATE_PARTITIONS` adding one partition. They are planned up front like the
+//! sends; what depends on the logs (the offset a plain poll starts at, the offset a store
+//! writes) is drawn from a planned number when the request is submitted, so that it lies
+//! within the partition's current log.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, PollingStrategy};
+use iggy_route_core::{AdminRequest, PollRequest, Request, StoreOffsetRequest};
+
+use super::nodes::SimTopic;
+use super::rng::SimRng;
+use super::scenario::{PARTITIONS, Scenario};
+
+/// Plan plain polls and auto-commit polls. Set to `false` to leave polls out.
+pub const PLAN_POLLS: bool = true;
+/// Plan consumer offset writes.
+pub const PLAN_STORES: bool = true;
+/// Plan `GET_TOPIC` reads and the one `CREATE_PARTITIONS`.
+pub const PLAN_ADMIN: bool = true;
+
+/// The most messages one poll asks for.
+pub const POLL_COUNT_MAX: u64 = 4;
+
+/// The consumer of router `router`'s auto-commit polls.
+pub fn poll_consumer(router: usize) -> u32 {
+    100 + router as u32
+}
+
+/// The consumer of router `router`'s offset writes (not the polls' own: a write moves
+/// the offset wherever it says, which would break the polls' "never repeat" rule).
+pub fn store_consumer(router: usize) -> u32 {
+    1_000 + router as u32
+}
+
+/// The consumer of router `router`'s plain polls (they commit nothing).
+fn plain_consumer(router: usize) -> u32 {
+    2_000 + router as u32
+}
+
+fn consumer(id: u32) -> Consumer {
+    Consumer {
+        kind: ConsumerKind::Consumer,
+        id: Identifier::Numeric(id),
+    }
+}
+
+/// What a planned request does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// An auto-commit poll with `Next` of `count` messages.
+    AutoPoll {
+        /// The partition.
+        partition: u32,
+        /// Most messages.
+        count: u32,
+    },
+    /// A plain poll from `Offset(pick % (log length + 1))`.
+    PlainPoll {
+        /// The partition.
+        partition: u32,
+        /// Most messages.
+        count: u32,
+        /// Draws the start offset at submit time.
+        pick: u64,
+    },
+    /// A consumer offset write of `pick % log length` (skipped while the log is empty).
+    Store {
+        /// The partition.
+        partition: u32,
+        /// Draws the offset at submit time.
+        pick: u64,
+    },
+    /// `GET_TOPIC` of the workload's topic.
+    GetTopic,
+    /// `CREATE_PARTITIONS` adding one partition to the workload's topic.
+    AddPartition,
+}
+
+/// One planned request.
+#[derive(Debug, Clone, Copy)]
+pub struct PlannedOp {
+    /// When it is submitted.
+    pub at: Duration,
+    /// Which router submits it.
+    pub router: usize,
+    /// What it does.
+    pub kind: OpKind,
+}
+
+impl PlannedOp {
+    /// The request, given the partition's log length now; `None` when it cannot be made
+    /// (a store to an empty log). Also returns the offset a plain poll starts at or a
+    /// store writes.
+    pub fn request(&self, topic: SimTopic, log_len: u64) -> Option<(Request, u64)> {
+        let stream = Identifier::Numeric(topic.stream);
+        let topic_id = Identifier::Numeric(topic.topic);
+        let router = self.router;
+        match self.kind {
+            OpKind::AutoPoll { partition, count } => Some((
+                Request::Poll(PollRequest {
+                    consumer: consumer(poll_consumer(router)),
+                    stream,
+                    topic: topic_id,
+                    partition_id: Some(partition),
+                    strategy: PollingStrategy::Next,
+                    count,
+                    auto_commit: true,
+                }),
+                0,
+            )),
+            OpKind::PlainPoll {
+                partition,
+                count,
+                pick,
+            } => {
+                let from = pick % (log_len + 1);
+                let request = Request::Poll(PollRequest {
+                    consumer: consumer(plain_consumer(router)),
+                    stream,
+                    topic: topic_id,
+                    partition_id: Some(partition),
+                    strategy: PollingStrategy::Offset(from),
+                    count,
+                    auto_commit: false,
+                });
+                Some((request, from))
+            }
+            OpKind::Store { partition, pick } => {
+                if log_len == 0 {
+                    return None;
+                }
+                let offset = pick % log_len;
+                let request = Request::StoreOffset(StoreOffsetRequest {
+                    consumer: consumer(store_consumer(router)),
+                    stream,
+                    topic: topic_id,
+                    partition_id: partition,
+                    offset,
+                });
+                Some((request, offset))
+            }
+            OpKind::GetTopic => Some((
+                Request::Admin(AdminRequest::GetTopic {
+                    stream,
+                    topic: topic_id,
+                }),
+                0,
+            )),
+            OpKind::AddPartition => Some((
+                Request::Admin(AdminRequest::CreatePartitions {
+                    stream,
+                    topic: topic_id,
+                    partitions_count: 1,
+                }),
+                0,
+            )),
+        }
+    }
+
+    /// The partition it reads or writes, if any.
+    pub fn partition(&self) -> Option<u32> {
+        match self.kind {
+            OpKind::AutoPoll { partition, .. }
+            | OpKind::PlainPoll { partition, .. }
+            | OpKind::Store { partition, .. } => Some(partition),
+            OpKind::GetTopic | OpKind::AddPartition => None,
+        }
+    }
+}
+
+/// Every router's planned requests other than sends, in submission order.
+#[derive(Debug)]
+pub struct Ops {
+    ops: VecDeque<PlannedOp>,
+    end: Duration,
+}
+
+impl Ops {
+    /// When the one `CREATE_PARTITIONS` of `scenario` is submitted (by router 0): sends
+    /// planned after it may name the new partition.
+    pub fn add_partition_at(scenario: &Scenario) -> Duration {
+        scenario.workload_span * 3 / 10
+    }
+
+    /// The plan of `scenario`: every request lands within `span` of the start.
+    pub fn generate(scenario: &Scenario) -> Self {
+        let mut rng = SimRng::new(scenario.seed, 0x0095_0C0A_D000);
+        let span = scenario.workload_span.as_micros() as u64;
+        let mut ops = Vec::new();
+        for router in 0..scenario.routers {
+            let count = rng.range(15, 40);
+            for _ in 0..count {
+                let at = Duration::from_micros(rng.range(20_000, span));
+                let partition = rng.range(0, u64::from(PARTITIONS) - 1) as u32;
+                let messages = rng.range(1, POLL_COUNT_MAX) as u32;
+                let pick = rng.next_u64();
+                let kind = match rng.range(0, 9) {
+                    0..=3 => OpKind::AutoPoll {
+                        partition,
+                        count: messages,
+                    },
+                    4..=6 => OpKind::PlainPoll {
+                        partition,
+                        count: messages,
+                        pick,
+                    },
+                    7 | 8 => OpKind::Store { partition, pick },
+                    _ => OpKind::GetTopic,
+                };
+                let planned = match kind {
+                    OpKind::AutoPoll { .. } | OpKind::PlainPoll { .. } => PLAN_POLLS,
+                    OpKind::Store { .. } => PLAN_STORES,
+                    OpKind::GetTopic | OpKind::AddPartition => PLAN_ADMIN,
+                };
+                if planned {
+                    ops.push(PlannedOp { at, router, kind });
+                }
+            }
+        }
+        if PLAN_ADMIN {
+            ops.push(PlannedOp {
+                at: Self::add_partition_at(scenario),
+                router: 0,
+                kind: OpKind::AddPartition,
+            });
+        }
+        ops.sort_by_key(|op| (op.at, op.router));
+        let end = ops.last().map_or(Duration::ZERO, |op| op.at);
+        Self {
+            ops: ops.into(),
+            end,
+        }
+    }
+
+    /// When the next request is due.
+    pub fn next_at(&self) -> Option<Duration> {
+        self.ops.front().map(|op| op.at)
+    }
+
+    /// When the last request is submitted.
+    pub fn end(&self) -> Duration {
+        self.end
+    }
+
+    /// The next request if it is due by `now`.
+    pub fn pop_due(&mut self, now: Duration) -> Option<PlannedOp> {
+        if self.next_at()? <= now {
+            self.ops.pop_front()
+        } else {
+            None
+        }
+    }
+}
