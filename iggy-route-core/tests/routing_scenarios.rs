@@ -208,11 +208,85 @@ fn partition_out_of_range_fails_before_anything_is_written() {
     let id = routing
         .submit(t0, send(Partitioning::PartitionId(2)))
         .unwrap();
+    // The cached count may be out of date (another client may have added partitions), so
+    // the topic is read again before the request is refused.
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 2,
+        },
+    );
     let decisions: Vec<Decision> = std::iter::from_fn(|| routing.poll_decision()).collect();
     assert!(matches!(
         &decisions[..],
         [Decision::Completed { request, outcome: Err(RequestError::PartitionOutOfRange { partition: 2, count: 2 }) }] if *request == id
     ));
+}
+
+#[test]
+fn a_partition_added_by_another_client_is_found_by_reading_the_topic_again() {
+    let t0 = origin();
+    let mut routing = warmed(t0, 2, &[(0, 0)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(2)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 3,
+        },
+    );
+    assert_eq!(drain(&mut routing), ["lookup 2"]);
+    routing.handle_route(
+        t0,
+        &partition(2),
+        RouteAnswer::Primary {
+            node: NodeId(1),
+            watermark: 0,
+        },
+    );
+    assert_eq!(
+        drain(&mut routing),
+        ["learned 2 node1".to_owned(), format!("write {id} -> node1")]
+    );
+}
+
+#[test]
+fn a_topic_read_that_predates_our_own_metadata_write_is_read_again() {
+    // Found by the simulation (seed 824): a GET_TOPIC answer sent before our own
+    // CreatePartitions committed arrived after it, and was taken as current.
+    let t0 = origin();
+    let mut routing = Routing::new(config(), 1, t0);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(2)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_watermark(t0, 5); // our create-partitions reply
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 2,
+        },
+    );
+    assert_eq!(
+        drain(&mut routing),
+        ["fetch topic"],
+        "the stale answer is not used"
+    );
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 3,
+        },
+    );
+    assert_eq!(drain(&mut routing), ["lookup 2"]);
+    assert_eq!(routing.partition_of(id), Some(2));
 }
 
 #[test]

@@ -12,6 +12,15 @@ use crate::ids::{PartitionKey, RequestId, TopicKey};
 use crate::partitioning::{Partitioning, resolve_partition};
 use crate::request::{Request, RequestError};
 
+/// How current a partition count is, when a request is resolved against it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Known {
+    /// Read for this request (or with it): final.
+    Fresh,
+    /// From the cache: another client may have added partitions since.
+    Cached,
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct TopicState {
     /// Partition count and the watermark it was read under.
@@ -19,6 +28,9 @@ pub(crate) struct TopicState {
     /// Requests waiting for the count, in submission order.
     pub(crate) waiting: VecDeque<RequestId>,
     pub(crate) fetch_in_flight: bool,
+    /// The client's metadata watermark when the read in flight was sent: an answer is no
+    /// newer than that, whenever it arrives.
+    pub(crate) fetch_watermark: u64,
     pub(crate) retry_streak: u32,
     /// Round-robin position for `Balanced`, per topic as in the SDK.
     pub(crate) balanced_cursor: u32,
@@ -30,15 +42,26 @@ impl Routing {
         let state = self.topics.entry(topic.clone()).or_default();
         match state.info {
             Some((count, seen)) if seen >= watermark && state.waiting.is_empty() => {
-                self.resolve(now, id, &topic, count);
+                self.resolve(now, id, &topic, count, Known::Cached);
             }
             Some(_) | None => {
                 state.waiting.push_back(id);
-                if !state.fetch_in_flight {
-                    state.fetch_in_flight = true;
-                    self.decisions.push_back(Decision::FetchTopic { topic });
-                }
+                self.fetch_topic(&topic);
             }
+        }
+    }
+
+    /// Reads the topic unless a read is already in flight (single flight per topic).
+    fn fetch_topic(&mut self, topic: &TopicKey) {
+        let watermark = self.watermark;
+        if let Some(state) = self.topics.get_mut(topic)
+            && !state.fetch_in_flight
+        {
+            state.fetch_in_flight = true;
+            state.fetch_watermark = watermark;
+            self.decisions.push_back(Decision::FetchTopic {
+                topic: topic.clone(),
+            });
         }
     }
 
@@ -51,12 +74,18 @@ impl Routing {
         };
         state.fetch_in_flight = false;
         match answer {
+            TopicAnswer::Found { partitions_count } if state.fetch_watermark < watermark => {
+                // A metadata write of ours committed while the read was in flight: the
+                // answer may predate it (a partition just created would be missing).
+                debug!(%topic, partitions_count, "topic read predates the watermark; reading again");
+                self.fetch_topic(topic);
+            }
             TopicAnswer::Found { partitions_count } => {
                 state.info = Some((partitions_count, watermark));
                 state.retry_streak = 0;
                 let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
                 for id in waiting {
-                    self.resolve(now, id, topic, partitions_count);
+                    self.resolve(now, id, topic, partitions_count, Known::Fresh);
                 }
             }
             TopicAnswer::NotFound => {
@@ -81,12 +110,12 @@ impl Routing {
     }
 
     pub(super) fn retry_topic(&mut self, _now: Instant, topic: TopicKey) {
-        if let Some(state) = self.topics.get_mut(&topic)
-            && !state.waiting.is_empty()
-            && !state.fetch_in_flight
+        if self
+            .topics
+            .get(&topic)
+            .is_some_and(|t| !t.waiting.is_empty())
         {
-            state.fetch_in_flight = true;
-            self.decisions.push_back(Decision::FetchTopic { topic });
+            self.fetch_topic(&topic);
         }
     }
 
@@ -99,8 +128,9 @@ impl Routing {
     }
 
     /// Chooses the partition of a request whose topic has `count` partitions and puts it in
-    /// that partition's lane.
-    fn resolve(&mut self, now: Instant, id: RequestId, topic: &TopicKey, count: u32) {
+    /// that partition's lane. An explicit partition beyond a cached count is checked against
+    /// a fresh read first: another client may have added partitions since.
+    fn resolve(&mut self, now: Instant, id: RequestId, topic: &TopicKey, count: u32, known: Known) {
         let Some(pending) = self.pending.get(&id) else {
             return;
         };
@@ -113,6 +143,14 @@ impl Routing {
         }
         let partition = match chosen {
             Some(p) if p < count => p,
+            Some(_) if known == Known::Cached => {
+                if let Some(state) = self.topics.get_mut(topic) {
+                    state.info = None;
+                    state.waiting.push_back(id);
+                }
+                self.fetch_topic(topic);
+                return;
+            }
             Some(p) => {
                 let error = RequestError::PartitionOutOfRange {
                     partition: p,

@@ -12,7 +12,8 @@
 //! - `GET_TOPIC` finds the topic with a partition count the topic has had;
 //! - `CREATE_PARTITIONS` is not answered with success twice for one request, and once the
 //!   router that added the partition has its answer, its sends to the new partition are
-//!   no longer refused as out of range (disabled: see [`CHECK_SENDS_TO_OWN_NEW_PARTITION`]).
+//!   no longer refused as out of range (seed 824 once showed a topic read that predated
+//!   the router's own write being taken as current; the core now reads it again).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -23,18 +24,6 @@ use crate::cluster::StoredMessage;
 
 use super::ops::{OpKind, PlannedOp};
 use super::scenario::PARTITIONS;
-
-/// Check that once a router's `CREATE_PARTITIONS` succeeded, its sends to the new
-/// partition are not refused as out of range.
-///
-/// Disabled: it finds a core bug (seed 824). `Routing::handle_topic` stamps a `GET_TOPIC`
-/// answer with the router's watermark when the answer is *read*, not the one it was
-/// *produced* under. A `GET_TOPIC` answered before the partition was added (count 4, reply
-/// commit W0) but read after the router's own `CREATE_PARTITIONS` reply (commit W1 > W0,
-/// read on another link) is taken as fresh, so the router keeps the stale count: its sends
-/// to the new partition fail with `PartitionOutOfRange { count: 4 }` (and keyed sends
-/// resolve under 4) until the watermark moves again.
-pub const CHECK_SENDS_TO_OWN_NEW_PARTITION: bool = false;
 
 #[derive(Debug)]
 struct Record {
@@ -170,7 +159,6 @@ impl OpsBook {
             Ok(_) => self.tally.new_partition_acks += 1,
             Err(RequestError::PartitionOutOfRange { partition, count }) => {
                 if let Some((creator, created_at)) = self.created
-                    && CHECK_SENDS_TO_OWN_NEW_PARTITION
                     && creator == router
                     && at > created_at
                 {
