@@ -106,7 +106,7 @@ pub struct Config {
 }
 
 impl Config {
-    /// Defaults for a production client: 30 s per request, 5 s per attempt, 2 data links
+    /// Defaults for a production client: 30 s per request, 5 s per attempt, 4 data links
     /// per node, 10,000 pending requests.
     pub fn new(seeds: Vec<String>, credentials: Credentials) -> Self {
         Self {
@@ -124,7 +124,7 @@ impl Config {
             replay_interval: Duration::from_millis(20),
             heartbeat_interval: Duration::from_secs(5),
             data_link_idle_timeout: Duration::from_secs(60),
-            data_links_per_node: 2,
+            data_links_per_node: 4,
             max_pending_requests: 10_000,
             max_pending_per_lane: 2_000,
             max_frame_size: crate::wire::DEFAULT_MAX_FRAME_SIZE,
