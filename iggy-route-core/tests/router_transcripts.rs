@@ -524,3 +524,53 @@ fn idle_links_send_heartbeats_and_idle_data_links_are_closed() {
     assert_eq!(closed[0].1, Duration::from_secs(60));
     assert_eq!(h.router.link_count(), (1, 1), "the coordinator stays");
 }
+
+#[test]
+fn every_frame_written_is_byte_for_byte_what_encode_request_makes_of_its_header_and_body() {
+    // The link layer writes each header in place over a placeholder; this holds it to the
+    // codec's own `encode_request` (checksum, size, code placement) for every frame of the
+    // bug-report scenario: logins, reads, lookups and sends.
+    let now = Instant::now();
+    let config = Config::new(
+        (0..3).map(addr).collect(),
+        Credentials::user("iggy", "iggy").unwrap(),
+    );
+    let mut router = Router::new(config, 9, now);
+    let mut cluster = FakeCluster::new(3, vec![0, 2]);
+    let mut links = Links::new();
+    let mut seen = 0;
+    for p in 0..2 {
+        let request = Request::Send(SendRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::PartitionId(p),
+            messages: vec![Message::default()],
+        });
+        router.submit(now, request).unwrap();
+    }
+    for _ in 0..1000 {
+        let Some(output) = router.poll_output() else {
+            break;
+        };
+        match output {
+            Output::Connect { link, node, .. } => {
+                links.insert(link, node.0 as usize);
+                router.handle_connected(now, link);
+            }
+            Output::Transmit { link, bytes } => {
+                let header = iggy_route_core::wire::RequestHeader::decode(&bytes).unwrap();
+                let mut expected = bytes::BytesMut::new();
+                iggy_route_core::wire::encode_request(&header, &bytes[256..], &mut expected);
+                assert_eq!(bytes, expected.freeze(), "{header:?}");
+                seen += 1;
+                let (_, reply) = cluster.answer(links[&link], &bytes);
+                router.handle_read(now, link, &reply);
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        seen >= 8,
+        "login, roster, topic, 2 lookups, 2 data logins, 2 sends: {seen}"
+    );
+}
