@@ -16,6 +16,19 @@ use iggy_route_core::{
     Router, SendRequest,
 };
 
+/// A send of one small message to partition `partition` of topic 1/1.
+fn send_request(partition: u32) -> Request {
+    Request::Send(SendRequest {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitioning: Partitioning::PartitionId(partition),
+        messages: vec![Message {
+            payload: Bytes::from_static(b"hello"),
+            ..Message::default()
+        }],
+    })
+}
+
 /// A router wired to a fake cluster: every transmit is answered at once.
 struct Harness {
     router: Router,
@@ -82,16 +95,10 @@ impl Harness {
     }
 
     fn send(&mut self, partition: u32) -> RequestId {
-        let request = Request::Send(SendRequest {
-            stream: Identifier::Numeric(1),
-            topic: Identifier::Numeric(1),
-            partitioning: Partitioning::PartitionId(partition),
-            messages: vec![Message {
-                payload: Bytes::from_static(b"hello"),
-                ..Message::default()
-            }],
-        });
-        let id = self.router.submit(self.now, request).unwrap();
+        let id = self
+            .router
+            .submit(self.now, send_request(partition))
+            .unwrap();
         self.run();
         id
     }
@@ -225,12 +232,7 @@ fn a_silent_node_costs_one_attempt_timeout_and_the_write_completes_outcome_unkno
     let mut h = Harness::new(FakeCluster::new(1, vec![0]));
     h.send(0);
     h.take();
-    let request = Request::Send(SendRequest {
-        stream: Identifier::Numeric(1),
-        topic: Identifier::Numeric(1),
-        partitioning: Partitioning::PartitionId(0),
-        messages: vec![Message::default()],
-    });
+    let request = send_request(0);
     let id = h.router.submit(h.now, request).unwrap();
     let Some(Output::Transmit { link, .. }) = h.router.poll_output() else {
         panic!("expected the send to be written");
@@ -344,12 +346,7 @@ fn malformed_replies_close_the_link_and_the_request_is_retried_elsewhere_or_fail
         let mut h = Harness::new(FakeCluster::new(1, vec![0]));
         h.send(0);
         h.take();
-        let request = Request::Send(SendRequest {
-            stream: Identifier::Numeric(1),
-            topic: Identifier::Numeric(1),
-            partitioning: Partitioning::PartitionId(0),
-            messages: vec![Message::default()],
-        });
+        let request = send_request(0);
         let id = h.router.submit(h.now, request).unwrap();
         let Some(Output::Transmit { link, .. }) = h.router.poll_output() else {
             panic!("the send is written");
@@ -398,12 +395,7 @@ fn refused_credentials_fail_pending_requests_and_every_redial_waits_for_its_back
         start[..3],
         ["connect link1 node0", "link1 LOGIN EVICTED", "close link1"]
     );
-    let request = Request::Send(SendRequest {
-        stream: Identifier::Numeric(1),
-        topic: Identifier::Numeric(1),
-        partitioning: Partitioning::PartitionId(0),
-        messages: vec![Message::default()],
-    });
+    let request = send_request(0);
     let id = h.router.submit(h.now, request).unwrap();
     let mut dials: Vec<(Instant, String)> = Vec::new();
     let mut failed = false;
@@ -446,12 +438,7 @@ fn outcome_unknown_57_is_replayed_byte_for_byte_on_the_same_link_only() {
     h.send(0);
     h.take();
     h.cluster.not_committed = 1;
-    let request = Request::Send(SendRequest {
-        stream: Identifier::Numeric(1),
-        topic: Identifier::Numeric(1),
-        partitioning: Partitioning::PartitionId(0),
-        messages: vec![Message::default()],
-    });
+    let request = send_request(0);
     let id = h.router.submit(h.now, request).unwrap();
     let Some(Output::Transmit { link, bytes: first }) = h.router.poll_output() else {
         panic!("the send is written");
@@ -540,12 +527,7 @@ fn every_frame_written_is_byte_for_byte_what_encode_request_makes_of_its_header_
     let mut links = Links::new();
     let mut seen = 0;
     for p in 0..2 {
-        let request = Request::Send(SendRequest {
-            stream: Identifier::Numeric(1),
-            topic: Identifier::Numeric(1),
-            partitioning: Partitioning::PartitionId(p),
-            messages: vec![Message::default()],
-        });
+        let request = send_request(p);
         router.submit(now, request).unwrap();
     }
     for _ in 0..1000 {
