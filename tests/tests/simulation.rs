@@ -1,6 +1,7 @@
 //! The deterministic simulation, over many seeds.
 //!
-//! - `SIM_SEEDS=n` runs `n` seeds (default 100) from `SIM_SEED_BASE` (default 0);
+//! - `SIM_SEEDS=n` runs `n` seeds (default 100) from `SIM_SEED_BASE` (default 0); a long
+//!   sweep splits into chunks, one process per core (see the README's reliability section);
 //! - `SIM_SEED=n` runs only seed `n` (add `SIM_VERBOSE=1` to print its whole trace);
 //!
 //! A failure names its seed; `SIM_SEED=<seed> cargo test -p iggy-route-tests --release
@@ -121,4 +122,18 @@ fn the_same_seed_gives_the_same_trace() {
         assert_eq!(first, second, "seed {seed} is not deterministic");
     }
     assert_ne!(sim::run(1).trace_hash, sim::run(2).trace_hash);
+}
+
+/// Seeds that once found a bug, each kept so that the bug stays fixed whatever CI's short
+/// run covers: 824 (a topic read older than our own metadata write), 13448/25287/36527 (a
+/// refused batch sent back to the node that refused it), 90388 (a heartbeat owed since
+/// before a reply left `poll_timeout` in the past).
+#[test]
+fn seeds_that_once_failed_stay_clean() {
+    iggy_route_tests::error_events::install();
+    for seed in [824, 13_448, 25_287, 36_527, 90_388] {
+        let report = sim::run(seed);
+        assert!(report.steps > 0, "seed {seed} ran no step");
+    }
+    iggy_route_tests::error_events::assert_none();
 }

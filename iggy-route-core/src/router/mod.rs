@@ -231,7 +231,7 @@ impl Router {
         let now = self.clock(now);
         let request = self.stamp_message_ids(request);
         let id = self.routing.submit(now, request)?;
-        self.drive(now);
+        self.settle(now);
         Ok(id)
     }
 
@@ -239,7 +239,7 @@ impl Router {
     pub fn handle_connected(&mut self, now: Instant, link: LinkId) {
         let now = self.clock(now);
         self.connected(now, link);
-        self.drive(now);
+        self.settle(now);
     }
 
     /// The transport could not connect `link`.
@@ -247,7 +247,7 @@ impl Router {
         let now = self.clock(now);
         trace!(%link, %reason, "connect failed");
         self.connect_failed(now, link);
-        self.drive(now);
+        self.settle(now);
     }
 
     /// `link` closed (by the peer, or an I/O error).
@@ -255,21 +255,36 @@ impl Router {
         let now = self.clock(now);
         trace!(%link, %reason, "closed");
         self.link_gone(now, link);
-        self.drive(now);
+        self.settle(now);
     }
 
     /// Bytes that arrived on `link`, in order, split anywhere.
     pub fn handle_read(&mut self, now: Instant, link: LinkId, bytes: &[u8]) {
         let now = self.clock(now);
         self.read(now, link, bytes);
-        self.drive(now);
+        self.settle(now);
     }
 
     /// Time passed. Harmless to call early or often.
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock(now);
+        self.settle(now);
+    }
+
+    /// Finishes an input: its decisions are applied, then whatever fell due by `now` while
+    /// it was handled is done too (a heartbeat owed by a link whose long exchange has just
+    /// ended, a deadline that passed before a read was delivered). So after any input
+    /// `poll_timeout` names `now` or later, never an instant that nobody will serve.
+    fn settle(&mut self, now: Instant) {
+        self.drive(now);
         self.routing.handle_timeout(now);
-        self.link_timers(now);
+        let link_due = self
+            .links
+            .values()
+            .any(|link| self.link_deadline(link).is_some_and(|at| at <= now));
+        if link_due {
+            self.link_timers(now);
+        }
         self.drive(now);
     }
 
