@@ -70,6 +70,58 @@ pub enum Event {
         /// Where it is now.
         to: NodeId,
     },
+    /// A node broke the protocol; its link was closed. A write in flight on it ends with
+    /// an unknown outcome (never a success), a read is asked again.
+    ProtocolViolation {
+        /// The link.
+        link: LinkId,
+        /// Its node.
+        node: NodeId,
+        /// What the node did.
+        violation: ProtocolViolation,
+    },
+    /// A frame answered `TransientNotCommitted` (57) until its replays ran out or its
+    /// request's deadline passed: the link was closed and the outcome is unknown.
+    ReplaysExhausted {
+        /// The request.
+        request: RequestId,
+        /// The node that kept answering 57.
+        node: NodeId,
+        /// Replays written before giving up.
+        replays: u32,
+    },
+}
+
+/// How a node broke the protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolViolation {
+    /// A reply whose request number or operation is not that of the request in flight.
+    #[error(
+        "reply to request {got_request} ({got_operation:?}) while {expected_request} ({expected_operation:?}) is in flight"
+    )]
+    MismatchedReply {
+        /// The request number in flight.
+        expected_request: u64,
+        /// Its operation.
+        expected_operation: crate::wire::Operation,
+        /// The number the reply echoed.
+        got_request: u64,
+        /// The operation the reply echoed.
+        got_operation: crate::wire::Operation,
+    },
+    /// A frame arrived while nothing was in flight.
+    #[error("a frame while nothing is in flight")]
+    Unsolicited,
+    /// The node sent a request frame, which only clients send.
+    #[error("a request frame from a node")]
+    RequestFrame,
+    /// Bytes that do not frame (a bad header, a size beyond the frame limit).
+    #[error("undecodable bytes: {0}")]
+    Undecodable(crate::wire::WireError),
+    /// A successful reply whose body does not decode as the answer to its request.
+    #[error("malformed reply body: {0}")]
+    MalformedReply(crate::wire::WireError),
 }
 
 impl Event {
@@ -99,6 +151,20 @@ impl Event {
             Self::SessionMoved { from, to } => {
                 tracing::warn!(%from, %to, "session moved: its node is unreachable");
             }
+            Self::ProtocolViolation {
+                link,
+                node,
+                violation,
+            } => {
+                tracing::warn!(%link, %node, %violation, "protocol violation; link closed");
+            }
+            Self::ReplaysExhausted {
+                request,
+                node,
+                replays,
+            } => {
+                tracing::warn!(%request, %node, replays, "not committed (57) after every replay; outcome unknown");
+            }
         }
     }
 }
@@ -120,4 +186,8 @@ pub struct Stats {
     pub completed: u64,
     /// Requests completed by their deadline.
     pub timeouts: u64,
+    /// Frames written again after a `TransientNotCommitted` (57).
+    pub replays: u64,
+    /// Links closed because their node broke the protocol.
+    pub protocol_violations: u64,
 }

@@ -51,8 +51,10 @@ mod rng;
 pub mod router;
 pub mod routing;
 
-pub use config::{Config, ConnectionStringError, Credentials, Delivery};
-pub use event::{Event, LinkRole, Stats};
+pub use config::{
+    AddressProblem, Config, ConnectionStringError, Credentials, CredentialsProblem, Delivery,
+};
+pub use event::{Event, LinkRole, ProtocolViolation, Stats};
 pub use ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
 pub use request::{
     AdminRequest, Outcome, PollRequest, Reply, Request, RequestError, SendReceipt, SendRequest,

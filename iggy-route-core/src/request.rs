@@ -156,10 +156,10 @@ pub enum RequestError {
     },
     /// The link closed (or fell silent) while the request was in flight: it may or may not
     /// have been admitted, and it was not written again.
-    #[error("outcome unknown: the link to {node} closed with the request in flight")]
+    #[error("outcome unknown: {} lost it in flight", node.map_or_else(|| "the coordinator".to_owned(), |node| node.to_string()))]
     OutcomeUnknown {
-        /// The node it was written to.
-        node: NodeId,
+        /// The node it was written to (`None`: the coordinator's, whichever it was then).
+        node: Option<NodeId>,
     },
     /// The server answered with an error code.
     #[error("server error {code}")]

@@ -253,7 +253,9 @@ fn a_silent_node_costs_one_attempt_timeout_and_the_write_completes_outcome_unkno
         "{transcript:?}"
     );
     assert!(
-        transcript.contains(&format!("completed {id} err outcome unknown: the link to node0 closed with the request in flight")),
+        transcript.contains(&format!(
+            "completed {id} err outcome unknown: node0 lost it in flight"
+        )),
         "{transcript:?}"
     );
 }
@@ -451,10 +453,10 @@ fn outcome_unknown_57_is_replayed_byte_for_byte_on_the_same_link_only() {
         "nothing until the replay interval"
     );
     let replay_at = h.router.poll_timeout().unwrap();
-    assert_eq!(
-        replay_at,
-        h.now + Duration::from_millis(20),
-        "the replay interval"
+    assert!(
+        replay_at >= h.now + Duration::from_millis(10)
+            && replay_at <= h.now + Duration::from_millis(20),
+        "the first replay waits the replay interval, jittered down to half of it"
     );
     h.now = replay_at;
     h.router.handle_timeout(h.now);

@@ -76,7 +76,9 @@ fn link_lost_with_a_send_in_flight_completes_outcome_unknown() {
     assert!(matches!(
         &decisions[..],
         [Decision::Completed {
-            outcome: Err(RequestError::OutcomeUnknown { node: NodeId(0) }),
+            outcome: Err(RequestError::OutcomeUnknown {
+                node: Some(NodeId(0))
+            }),
             ..
         }]
     ));

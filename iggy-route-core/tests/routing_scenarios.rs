@@ -339,11 +339,34 @@ fn repeated_elections_double_the_backoff_up_to_its_cap() {
             },
         );
         drain(&mut routing);
-        let wake = routing.poll_timeout().unwrap();
-        waits.push(wake - now);
-        now = wake;
-        routing.handle_timeout(now);
-        assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+        let refused_at = now;
+        // While the writes back off, the route is asked for again every 5 ms; the same
+        // stale answer does not extend the backoff.
+        let mut rechecks = 0u32;
+        loop {
+            now = routing.poll_timeout().unwrap();
+            routing.handle_timeout(now);
+            let decisions = drain(&mut routing);
+            if decisions == ["lookup 0"] {
+                rechecks += 1;
+                routing.handle_route(
+                    now,
+                    &partition(0),
+                    RouteAnswer::Primary {
+                        node: NodeId(0),
+                        watermark: 0,
+                    },
+                );
+                assert_eq!(drain(&mut routing), ["learned 0 node0"]);
+                continue;
+            }
+            assert_eq!(decisions, [format!("write {id} -> node0")]);
+            break;
+        }
+        let wait = now - refused_at;
+        let most = u32::try_from(wait.as_millis() / 5).unwrap();
+        assert!(rechecks <= most, "{rechecks} rechecks in {wait:?}");
+        waits.push(wait);
     }
     for (k, wait) in waits.iter().enumerate() {
         let nominal =
@@ -465,4 +488,79 @@ fn a_refusal_before_discovery_began_still_bars_that_node_after_another_fails() {
     );
     routing.handle_result(t0, id, Target::Node(NodeId(1)), Attempt::NotSent);
     assert_eq!(drain(&mut routing), [format!("write {id} -> node2")]);
+}
+
+#[test]
+fn a_new_primary_named_while_the_lane_backs_off_from_a_stale_one_is_written_to_at_once() {
+    // The lookup keeps naming node 0, which keeps refusing (a stale answer for a while);
+    // then the answer becomes node 1. The send goes to node 1 with the answer that names
+    // it, not when the (by then long) backoff ends.
+    let t0 = origin();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    let stale = RouteAnswer::Primary {
+        node: NodeId(0),
+        watermark: 0,
+    };
+    let mut now = t0;
+    let mut lookups = 0u32;
+    // Five refusals in a row grow the backoff to 40-80 ms.
+    for _ in 0..5 {
+        routing.handle_result(now, id, Target::Node(NodeId(0)), Attempt::Refused);
+        drain(&mut routing);
+        routing.handle_route(now, &partition(0), stale_answer(&stale));
+        drain(&mut routing);
+        loop {
+            now = routing.poll_timeout().unwrap();
+            routing.handle_timeout(now);
+            let decisions = drain(&mut routing);
+            if decisions == ["lookup 0"] {
+                lookups += 1;
+                routing.handle_route(now, &partition(0), stale_answer(&stale));
+                drain(&mut routing);
+                continue;
+            }
+            assert_eq!(decisions, [format!("write {id} -> node0")]);
+            break;
+        }
+    }
+    routing.handle_result(now, id, Target::Node(NodeId(0)), Attempt::Refused);
+    drain(&mut routing);
+    routing.handle_route(now, &partition(0), stale_answer(&stale));
+    drain(&mut routing);
+    let backoff_from = now;
+    // Within the backoff, a recheck comes after 5 ms; this time the answer is the truth.
+    now = routing.poll_timeout().unwrap();
+    assert_eq!(now - backoff_from, Duration::from_millis(5));
+    routing.handle_timeout(now);
+    assert_eq!(drain(&mut routing), ["lookup 0"]);
+    routing.handle_route(
+        now,
+        &partition(0),
+        RouteAnswer::Primary {
+            node: NodeId(1),
+            watermark: 0,
+        },
+    );
+    assert_eq!(
+        drain(&mut routing),
+        ["learned 0 node1".to_owned(), format!("write {id} -> node1")],
+        "written with the answer that names the new primary"
+    );
+    routing.handle_result(now, id, Target::Node(NodeId(1)), sent(1));
+    assert_eq!(drain(&mut routing), [format!("completed {id} ok")]);
+    assert!(lookups > 0, "rechecks ran during the longer backoffs");
+}
+
+fn stale_answer(answer: &RouteAnswer) -> RouteAnswer {
+    match answer {
+        RouteAnswer::Primary { node, watermark } => RouteAnswer::Primary {
+            node: *node,
+            watermark: *watermark,
+        },
+        _ => unreachable!("only primaries are replayed here"),
+    }
 }

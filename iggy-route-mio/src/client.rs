@@ -1,11 +1,10 @@
 //! The application's handle: blocking calls, `Clone + Send + Sync`, shared by threads.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use iggy_route_core::client::{Call, ClientError, mix_seed, stamp_origin_timestamps};
+use iggy_route_core::client::{Call, ClientError, stamp_origin_timestamps};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{
     Consumer, Identifier, Message, PollMessagesReply, PollingStrategy, StreamDetails, TopicDetails,
@@ -65,7 +64,7 @@ impl Client {
         let budget = config.connect_timeout * CONNECT_ATTEMPTS;
         let poll = Poll::new()?;
         let waker = Waker::new(poll.registry(), WAKER)?;
-        let router = Router::new(config, seed(), Instant::now());
+        let router = Router::new(config, entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel();
         let stats = Arc::new(Mutex::new(Stats::default()));
         let (session_ready, session_signal) = mpsc::channel();
@@ -255,12 +254,11 @@ fn unix_micros() -> u64 {
     u64::try_from(since_unix_epoch().as_micros()).unwrap_or(u64::MAX)
 }
 
-/// The router's seed, from this process's clock, id and client count (see `mix_seed`).
-fn seed() -> u64 {
-    static CLIENTS: AtomicU64 = AtomicU64::new(0);
-    let nanos = since_unix_epoch().as_nanos() as u64;
-    let clients = CLIENTS.fetch_add(1, Ordering::Relaxed);
-    mix_seed(nanos, std::process::id(), clients)
+/// The router's seed, from the operating system's entropy: client ids (the server's dedup
+/// identity) and message ids derive from it, so two processes must never share one, even
+/// two containers that run as pid 1 and read the same clock.
+fn entropy_seed() -> Result<u64, ClientError> {
+    getrandom::u64().map_err(|error| ClientError::Io(std::io::Error::other(error)))
 }
 
 fn since_unix_epoch() -> Duration {

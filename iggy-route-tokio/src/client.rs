@@ -1,10 +1,9 @@
 //! The application's handle: cheap to clone, usable from many tasks at once.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use iggy_route_core::client::{Call, ClientError, mix_seed, stamp_origin_timestamps};
+use iggy_route_core::client::{Call, ClientError, stamp_origin_timestamps};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{
     Consumer, Identifier, Message, PollMessagesReply, PollingStrategy, StreamDetails, TopicDetails,
@@ -40,7 +39,7 @@ impl Client {
     /// Outside a tokio runtime (the driver task is spawned on the current one).
     pub async fn connect(config: Config) -> Result<Client, ClientError> {
         let budget = config.connect_timeout * CONNECT_ATTEMPTS;
-        let router = Router::new(config, seed(), Instant::now());
+        let router = Router::new(config, entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel(COMMAND_QUEUE_LEN);
         let (io_events, io_queue) = mpsc::channel(IO_QUEUE_LEN);
         let stats = Arc::new(Mutex::new(Stats::default()));
@@ -204,15 +203,11 @@ fn unix_micros() -> u64 {
     u64::try_from(since_unix_epoch().as_micros()).unwrap_or(u64::MAX)
 }
 
-/// The router's seed, from this process's clock, id and client count (see `mix_seed`).
-fn seed() -> u64 {
-    static CLIENTS: AtomicU64 = AtomicU64::new(0);
-    let nanos = since_unix_epoch().as_nanos() as u64;
-    mix_seed(
-        nanos,
-        std::process::id(),
-        CLIENTS.fetch_add(1, Ordering::Relaxed),
-    )
+/// The router's seed, from the operating system's entropy: client ids (the server's dedup
+/// identity) and message ids derive from it, so two processes must never share one, even
+/// two containers that run as pid 1 and read the same clock.
+fn entropy_seed() -> Result<u64, ClientError> {
+    getrandom::u64().map_err(|error| ClientError::Io(std::io::Error::other(error)))
 }
 
 fn since_unix_epoch() -> Duration {

@@ -34,14 +34,6 @@ pub fn stamp_origin_timestamps(messages: &mut [Message], now_micros: u64) {
     }
 }
 
-/// The router's seed (client ids, jitter). Two clients must never share one, or their links
-/// would share client ids; the core takes no entropy itself, so the adapter passes the
-/// clock (`nanos` since the Unix epoch), the process id and a per-process client counter,
-/// and this mixes them.
-pub fn mix_seed(nanos: u64, pid: u32, counter: u64) -> u64 {
-    nanos ^ (u64::from(pid) << 32) ^ counter.wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
 /// How a failed TCP connect is reported to the router: the kinds that mean "nobody
 /// answered there" are `Unreachable`, and any other error is `Other` with its message.
 pub fn connect_error(error: &io::Error) -> ConnectError {
@@ -81,6 +73,8 @@ pub fn session_signal(event: &Event) -> Option<Result<(), ClientError>> {
         | Event::Refused { .. }
         | Event::DiscoveryByRefusal
         | Event::SignInRefused { .. }
-        | Event::SessionMoved { .. } => None,
+        | Event::SessionMoved { .. }
+        | Event::ProtocolViolation { .. }
+        | Event::ReplaysExhausted { .. } => None,
     }
 }

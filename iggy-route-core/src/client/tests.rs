@@ -196,14 +196,6 @@ fn stamp_origin_timestamps_fills_only_zeros() {
 }
 
 #[test]
-fn mix_seed_differs_for_each_client_of_a_process() {
-    let first = mix_seed(123_456, 77, 0);
-    assert_ne!(first, mix_seed(123_456, 77, 1));
-    assert_ne!(first, mix_seed(123_456, 78, 0));
-    assert_eq!(first, mix_seed(123_456, 77, 0));
-}
-
-#[test]
 fn connect_errors_tell_unreachable_from_other() {
     let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
     assert_eq!(connect_error(&refused), ConnectError::Unreachable);

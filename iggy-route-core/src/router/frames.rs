@@ -6,9 +6,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use tracing::{debug, warn};
 
-use super::link::{Attachment, Job};
-use super::{CoordJob, Router};
-use crate::event::LinkRole;
+use super::link::{Attachment, InFlight, Job};
+use super::{CoordJob, Output, Router};
+use crate::event::{Event, LinkRole, ProtocolViolation};
 use crate::ids::{LinkId, NodeId, RequestId};
 use crate::request::{AdminRequest, Reply, Request, RequestError, SendReceipt};
 use crate::routing::{Attempt, RouteAnswer, Target, TopicAnswer};
@@ -29,8 +29,7 @@ impl Router {
                 Ok(Some(frame)) => self.frame(now, link_id, frame),
                 Ok(None) => return,
                 Err(error) => {
-                    warn!(link = %link_id, %error, "undecodable bytes from node; closing the link");
-                    self.close_link(now, link_id);
+                    self.violation(now, link_id, ProtocolViolation::Undecodable(error));
                     return;
                 }
             }
@@ -47,8 +46,7 @@ impl Router {
             return;
         };
         let Some(in_flight) = link.in_flight.take() else {
-            warn!(link = %link_id, "frame with no request in flight; closing the link");
-            self.close_link(now, link_id);
+            self.violation(now, link_id, ProtocolViolation::Unsolicited);
             return;
         };
         let node = link.node;
@@ -67,20 +65,26 @@ impl Router {
                 return;
             }
             Frame::Request { .. } => {
-                warn!(link = %link_id, "node sent a request frame; closing the link");
                 link.in_flight = Some(in_flight);
-                self.close_link(now, link_id);
+                self.violation(now, link_id, ProtocolViolation::RequestFrame);
                 return;
             }
         };
+        if let Some(mismatch) = mismatch(&in_flight, &header) {
+            // Not the answer to what is in flight (a stray, a duplicate, another client's):
+            // nothing on this link can be trusted any more. What is in flight is settled by
+            // the rules of a lost link, so a write becomes unknown, never a success.
+            link.in_flight = Some(in_flight);
+            self.violation(now, link_id, mismatch);
+            return;
+        }
         if header.status == ErrorCode::TransientNotCommitted.as_u32()
             && matches!(in_flight.job, Job::Request(..))
         {
             // Outcome unknown: only a replay of the same bytes on the same link is safe
-            // (protocol §6, 57).
-            let mut in_flight = in_flight;
-            in_flight.replay_at = Some(now + self.config.replay_interval);
+            // (protocol §6, 57), and only while the request lives and replays remain.
             link.in_flight = Some(in_flight);
+            self.schedule_replay(now, link_id);
             return;
         }
         match in_flight.job {
@@ -284,10 +288,9 @@ impl Router {
         header: &ReplyHeader,
         body: Bytes,
     ) {
-        let node = self
-            .links
-            .get(&link_id)
-            .map_or(NodeId(u32::MAX), |l| l.node);
+        let Some(node) = self.links.get(&link_id).map(|l| l.node) else {
+            return;
+        };
         let Some(pending) = self.routing.pending(request) else {
             // Completed by its deadline meanwhile: release what it holds.
             self.routing
@@ -296,7 +299,21 @@ impl Router {
         };
         let metadata_op = header.operation.is_metadata();
         let attempt = match reply_payload(header, body) {
-            Ok(payload) => decode_reply(&pending.request, pending.partition, node, payload),
+            Ok(payload) => match decode_reply(&pending.request, pending.partition, node, payload) {
+                Ok(reply) => Attempt::Done(reply),
+                Err(error) => {
+                    // The node said yes in a body we cannot read: a write may well have
+                    // been applied, so its outcome is unknown (never a success); a read
+                    // fails typed. Nothing else on this link can be trusted.
+                    let attempt = if is_write(&pending.request) {
+                        Attempt::Unknown
+                    } else {
+                        Attempt::Failed(RequestError::Malformed(error.clone()))
+                    };
+                    self.violation_settled(now, link_id, ProtocolViolation::MalformedReply(error));
+                    attempt
+                }
+            },
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
                 if code == ErrorCode::TransientNotAccepted {
                     Attempt::Refused
@@ -331,10 +348,9 @@ impl Router {
             .get_mut(&link_id)
             .and_then(|l| l.in_flight.take())
             .map(|f| f.job);
-        let node = self
-            .links
-            .get(&link_id)
-            .map_or(NodeId(u32::MAX), |l| l.node);
+        let Some(node) = self.links.get(&link_id).map(|l| l.node) else {
+            return;
+        };
         self.close_link(now, link_id);
         match job {
             Some(Job::Request(request, target)) => {
@@ -353,6 +369,35 @@ impl Router {
             Some(Job::Topic(topic)) => self.coordinator.queue.push_front(CoordJob::Topic(topic)),
             Some(Job::Login | Job::Ping) | None => {}
         }
+    }
+}
+
+impl Router {
+    /// A node broke the protocol: say so, and close its link. What is in flight on it is
+    /// settled by the rules of a lost link.
+    fn violation(&mut self, now: Instant, link_id: LinkId, violation: ProtocolViolation) {
+        self.report_violation(link_id, violation);
+        self.close_link(now, link_id);
+    }
+
+    /// [`Router::violation`] for a link whose exchange the caller settles itself.
+    fn violation_settled(&mut self, now: Instant, link_id: LinkId, violation: ProtocolViolation) {
+        self.report_violation(link_id, violation);
+        self.close_link_quietly(now, link_id);
+    }
+
+    fn report_violation(&mut self, link_id: LinkId, violation: ProtocolViolation) {
+        let Some(node) = self.links.get(&link_id).map(|l| l.node) else {
+            return;
+        };
+        warn!(link = %link_id, %node, %violation, "protocol violation; closing the link");
+        self.stats.protocol_violations += 1;
+        self.outputs
+            .push_back(Output::Event(Event::ProtocolViolation {
+                link: link_id,
+                node,
+                violation,
+            }));
     }
 }
 
@@ -381,20 +426,39 @@ fn topic_answer(header: &ReplyHeader, body: Bytes) -> TopicAnswer {
     }
 }
 
+/// Whether a request changes state on the server (so an unreadable "yes" leaves its
+/// outcome unknown).
+fn is_write(request: &Request) -> bool {
+    match request {
+        Request::Send(_) | Request::StoreOffset(_) => true,
+        Request::Poll(poll) => poll.auto_commit,
+        Request::Admin(admin) => !matches!(
+            admin,
+            AdminRequest::GetStream { .. } | AdminRequest::GetTopic { .. }
+        ),
+    }
+}
+
 /// The successful payload of a request, as the caller's typed reply.
 fn decode_reply(
     request: &Request,
     partition: Option<u32>,
     node: NodeId,
     payload: Bytes,
-) -> Attempt {
+) -> Result<Reply, crate::wire::WireError> {
     let reply = match request {
         Request::Send(send) => {
-            // A body that does not decode is still a committed send (the SDK reports it as
-            // a success with no confirmation, protocol §4.2).
-            let confirmation = SendMessagesReply::decode(&payload)
-                .ok()
-                .and_then(|reply| reply.confirmations.first().copied());
+            // An empty body is a send the server admitted without confirmations (the SDK
+            // reports it as a success, protocol §4.2); a body that does not decode is no
+            // confirmation of anything.
+            let confirmation = if payload.is_empty() {
+                None
+            } else {
+                SendMessagesReply::decode(&payload)?
+                    .confirmations
+                    .first()
+                    .copied()
+            };
             Reply::Sent(SendReceipt {
                 partition_id: confirmation.map_or(partition.unwrap_or(0), |c| c.partition_id),
                 base_offset: confirmation.map(|c| c.base_offset),
@@ -402,34 +466,41 @@ fn decode_reply(
                 node,
             })
         }
-        Request::Poll(_) => match PollMessagesReply::decode(&payload) {
-            Ok(polled) => Reply::Polled(polled),
-            Err(error) => return Attempt::Failed(RequestError::Malformed(error)),
-        },
+        Request::Poll(_) => Reply::Polled(PollMessagesReply::decode(&payload)?),
         Request::StoreOffset(_) => Reply::OffsetStored,
         Request::Admin(admin) => match admin {
             AdminRequest::CreateStream { .. } | AdminRequest::GetStream { .. } => {
                 if payload.is_empty() {
                     Reply::Stream(None)
                 } else {
-                    match StreamDetails::decode(&payload) {
-                        Ok(details) => Reply::Stream(Some(details)),
-                        Err(error) => return Attempt::Failed(RequestError::Malformed(error)),
-                    }
+                    Reply::Stream(Some(StreamDetails::decode(&payload)?))
                 }
             }
             AdminRequest::CreateTopic { .. } | AdminRequest::GetTopic { .. } => {
                 if payload.is_empty() {
                     Reply::Topic(None)
                 } else {
-                    match TopicDetails::decode(&payload) {
-                        Ok(details) => Reply::Topic(Some(details)),
-                        Err(error) => return Attempt::Failed(RequestError::Malformed(error)),
-                    }
+                    Reply::Topic(Some(TopicDetails::decode(&payload)?))
                 }
             }
             AdminRequest::CreatePartitions { .. } => Reply::PartitionsCreated,
         },
     };
-    Attempt::Done(reply)
+    Ok(reply)
+}
+
+/// Why a reply does not answer the exchange in flight, if it does not. The request number
+/// is always echoed; the operation is checked on successes, where it decides how the body
+/// is read (an error reply has no body).
+fn mismatch(in_flight: &InFlight, header: &ReplyHeader) -> Option<ProtocolViolation> {
+    let sent = in_flight.sent;
+    let operation_differs = header.status == 0 && header.operation != sent.operation;
+    (header.request != sent.request || operation_differs).then_some(
+        ProtocolViolation::MismatchedReply {
+            expected_request: sent.request,
+            expected_operation: sent.operation,
+            got_request: header.request,
+            got_operation: header.operation,
+        },
+    )
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 use tracing::{debug, info};
 
-use super::link::{Job, Link, LinkState};
+use super::link::{InFlight, Job, Link, LinkState};
 use super::{CoordJob, Output, Router};
 use crate::config::Credentials;
 use crate::event::{Event, LinkRole};
@@ -63,11 +63,6 @@ impl Router {
             return;
         }
         link.state = LinkState::SigningIn;
-        let node = link.node;
-        if let Some(entry) = self.node_mut(node) {
-            entry.failures = 0;
-            entry.retry_at = None;
-        }
         let body = self.login_body();
         self.transmit(
             now,
@@ -121,6 +116,12 @@ impl Router {
         link.session = session;
         link.state = LinkState::Ready;
         let (node, role, client_id) = (link.node, link.role, link.client_id);
+        // Only a signed-in link proves the node healthy: a node that accepts TCP and then
+        // fails every sign-in keeps backing off (a TCP connect alone resets nothing).
+        if let Some(entry) = self.node_mut(node) {
+            entry.failures = 0;
+            entry.retry_at = None;
+        }
         if role == LinkRole::Coordinator {
             self.coordinator.identity = Some((client_id, session));
             self.coordinator.signed_in_once = true;
@@ -268,11 +269,25 @@ impl Router {
             LinkState::Connecting => Some(link.opened_at + self.config.connect_timeout),
             LinkState::SigningIn | LinkState::Ready => {
                 if let Some(in_flight) = &link.in_flight {
-                    return Some(
-                        in_flight
-                            .replay_at
-                            .map_or(in_flight.deadline, |at| at.min(in_flight.deadline)),
-                    );
+                    let Some(replay_at) = in_flight.replay_at else {
+                        return Some(in_flight.deadline);
+                    };
+                    // Waiting to replay a 57: nothing is on the wire, so no attempt timeout
+                    // runs; the wait ends at the replay or when the request is over.
+                    // Only requests are ever replayed (a 57 to anything else is no reply).
+                    let request_over = match &in_flight.job {
+                        Job::Request(id, _) => self
+                            .routing
+                            .pending(*id)
+                            .map_or(self.last_now, |pending| pending.deadline),
+                        Job::Login
+                        | Job::Ping
+                        | Job::Roster
+                        | Job::Route(_)
+                        | Job::Topic(_)
+                        | Job::Attach(_) => replay_at,
+                    };
+                    return Some(replay_at.min(request_over));
                 }
                 let heartbeat = link.last_sent + self.config.heartbeat_interval;
                 match link.role {
@@ -283,6 +298,59 @@ impl Router {
                 }
             }
         }
+    }
+
+    /// A request on `link_id` was answered `TransientNotCommitted` (57): the same bytes are
+    /// written again on the same link after a jittered, doubling wait, up to
+    /// `Config::max_replays` times; then the link is closed and the outcome is unknown.
+    pub(super) fn schedule_replay(&mut self, now: Instant, link_id: LinkId) {
+        let Some(replays) = self
+            .links
+            .get(&link_id)
+            .and_then(|l| l.in_flight.as_ref())
+            .map(|f| f.replays)
+        else {
+            return;
+        };
+        if replays >= self.config.max_replays {
+            self.give_up_replay(now, link_id);
+            return;
+        }
+        let nominal = crate::rng::backoff(
+            self.config.replay_interval,
+            self.config.replay_interval_max,
+            replays,
+        );
+        let wait = self.rng.jitter(nominal);
+        if let Some(in_flight) = self
+            .links
+            .get_mut(&link_id)
+            .and_then(|l| l.in_flight.as_mut())
+        {
+            in_flight.replay_at = Some(now + wait);
+        }
+    }
+
+    /// Stops replaying a 57 (replays ran out, or the request is over): the link is closed,
+    /// which leaves the write's outcome unknown and releases its partition's lane.
+    fn give_up_replay(&mut self, now: Instant, link_id: LinkId) {
+        let Some(link) = self.links.get(&link_id) else {
+            return;
+        };
+        if let Some(InFlight {
+            job: Job::Request(request, _),
+            replays,
+            ..
+        }) = &link.in_flight
+        {
+            let event = Event::ReplaysExhausted {
+                request: *request,
+                node: link.node,
+                replays: *replays,
+            };
+            self.outputs.push_back(Output::Event(event));
+        }
+        self.close_link(now, link_id);
     }
 
     /// Connect timeouts, silent nodes, replays of 57, heartbeats and idle data links.
@@ -301,15 +369,38 @@ impl Router {
                 }
                 LinkState::SigningIn | LinkState::Ready => {
                     if let Some(in_flight) = &mut link.in_flight {
-                        if in_flight.replay_at.is_some_and(|at| at <= now) {
-                            in_flight.replay_at = None;
-                            in_flight.deadline = now + self.config.attempt_timeout;
-                            let bytes = in_flight.frame.clone();
-                            link.last_sent = now;
-                            self.outputs.push_back(Output::Transmit { link: id, bytes });
-                        } else if now >= in_flight.deadline {
-                            debug!(link = %id, "no reply within the attempt timeout; closing");
-                            self.close_link(now, id);
+                        match in_flight.replay_at {
+                            Some(at) => {
+                                // A replay is written only for a request still wanted: past
+                                // its deadline nothing more is written for it.
+                                let wanted = match &in_flight.job {
+                                    Job::Request(request, _) => {
+                                        self.routing.pending(*request).is_some()
+                                    }
+                                    Job::Login
+                                    | Job::Ping
+                                    | Job::Roster
+                                    | Job::Route(_)
+                                    | Job::Topic(_)
+                                    | Job::Attach(_) => true,
+                                };
+                                if !wanted {
+                                    self.give_up_replay(now, id);
+                                } else if at <= now {
+                                    in_flight.replay_at = None;
+                                    in_flight.replays += 1;
+                                    in_flight.deadline = now + self.config.attempt_timeout;
+                                    let bytes = in_flight.frame.clone();
+                                    link.last_sent = now;
+                                    self.stats.replays += 1;
+                                    self.outputs.push_back(Output::Transmit { link: id, bytes });
+                                }
+                            }
+                            None if now >= in_flight.deadline => {
+                                debug!(link = %id, "no reply within the attempt timeout; closing");
+                                self.close_link(now, id);
+                            }
+                            None => {}
                         }
                         continue;
                     }

@@ -42,8 +42,19 @@ pub(crate) struct InFlight {
     pub(crate) deadline: Instant,
     /// The frame as written, replayed byte for byte after a `TransientNotCommitted` (57).
     pub(crate) frame: Bytes,
+    /// What the reply must echo: the request number and operation the frame carries.
+    pub(crate) sent: Sealed,
     /// When set, the frame is written again at this instant.
     pub(crate) replay_at: Option<Instant>,
+    /// Replays of this frame so far (bounded by `Config::max_replays`).
+    pub(crate) replays: u32,
+}
+
+/// The identity of one written frame, as its reply must echo it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sealed {
+    pub(crate) request: u64,
+    pub(crate) operation: Operation,
 }
 
 impl std::fmt::Debug for InFlight {
@@ -52,7 +63,9 @@ impl std::fmt::Debug for InFlight {
             .field("job", &self.job)
             .field("deadline", &self.deadline)
             .field("frame_len", &self.frame.len())
+            .field("sent", &self.sent)
             .field("replay_at", &self.replay_at)
+            .field("replays", &self.replays)
             .finish()
     }
 }
@@ -115,8 +128,14 @@ impl Link {
         self.state == LinkState::Ready && self.in_flight.is_none()
     }
 
-    /// A whole request frame with this link's identity, around `body`.
-    pub(crate) fn frame(&mut self, operation: Operation, code: u32, body: &[u8]) -> Bytes {
+    /// A whole request frame with this link's identity, around `body`, and what its reply
+    /// must echo.
+    pub(crate) fn frame(
+        &mut self,
+        operation: Operation,
+        code: u32,
+        body: &[u8],
+    ) -> (Bytes, Sealed) {
         let mut frame = BytesMut::with_capacity(HEADER_SIZE + body.len());
         frame.put_bytes(0, HEADER_SIZE);
         frame.extend_from_slice(body);
@@ -127,7 +146,12 @@ impl Link {
     /// body was encoded after, so the body is never copied). Replicated operations consume
     /// a request number; reads carry the current one without consuming it, and a login
     /// carries 0 (protocol §3.3).
-    pub(crate) fn seal(&mut self, operation: Operation, code: u32, mut frame: BytesMut) -> Bytes {
+    pub(crate) fn seal(
+        &mut self,
+        operation: Operation,
+        code: u32,
+        mut frame: BytesMut,
+    ) -> (Bytes, Sealed) {
         let (session, request) = if operation == Operation::Register {
             (0, 0)
         } else if operation == Operation::NonReplicated {
@@ -151,6 +175,6 @@ impl Link {
             header.request_checksum = request_checksum(body);
         }
         header.encode(&mut &mut header_bytes[..]);
-        frame.freeze()
+        (frame.freeze(), Sealed { request, operation })
     }
 }

@@ -330,6 +330,8 @@ impl Router {
         Stats {
             reconnects: self.stats.reconnects,
             session_moves: self.stats.session_moves,
+            replays: self.stats.replays,
+            protocol_violations: self.stats.protocol_violations,
             ..routing
         }
     }

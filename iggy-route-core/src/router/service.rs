@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use tracing::{debug, warn};
 
-use super::link::{Attachment, InFlight, Job, Link, LinkState};
+use super::link::{Attachment, InFlight, Job, Link, LinkState, Sealed};
 use super::{CoordJob, Output, Router, encode};
 use crate::event::LinkRole;
 use crate::ids::{LinkId, NodeId, RequestId};
@@ -292,8 +292,8 @@ impl Router {
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
-        let frame = link.frame(operation, code, body);
-        self.write_exchange(now, link_id, job, frame);
+        let (frame, sealed) = link.frame(operation, code, body);
+        self.write_exchange(now, link_id, job, frame, sealed);
     }
 
     /// [`Router::transmit`] for a frame encoded behind a header placeholder.
@@ -309,11 +309,18 @@ impl Router {
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
-        let frame = link.seal(operation, code, frame);
-        self.write_exchange(now, link_id, job, frame);
+        let (frame, sealed) = link.seal(operation, code, frame);
+        self.write_exchange(now, link_id, job, frame, sealed);
     }
 
-    fn write_exchange(&mut self, now: Instant, link_id: LinkId, job: Job, frame: bytes::Bytes) {
+    fn write_exchange(
+        &mut self,
+        now: Instant,
+        link_id: LinkId,
+        job: Job,
+        frame: bytes::Bytes,
+        sent: Sealed,
+    ) {
         let attempt_timeout = self.config.attempt_timeout;
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
@@ -323,7 +330,9 @@ impl Router {
             job,
             deadline: now + attempt_timeout,
             frame: frame.clone(),
+            sent,
             replay_at: None,
+            replays: 0,
         });
         self.outputs.push_back(Output::Transmit {
             link: link_id,

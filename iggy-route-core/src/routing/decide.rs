@@ -142,13 +142,60 @@ impl Routing {
             .and_then(|p| p.refused_by)
             .map(|(node, _)| node);
         if head_refused_by == Some(route.node) {
-            let streak = lane.backoff_streak;
-            lane.backoff_streak = streak.saturating_add(1);
-            let wait = self.backoff_for(streak);
-            self.set_lane_backoff(now, key, wait);
+            let same_stale_answer = lane.recheck_node == Some(route.node) && lane.in_backoff(now);
+            lane.recheck_node = Some(route.node);
+            if !same_stale_answer {
+                let streak = lane.backoff_streak;
+                lane.backoff_streak = streak.saturating_add(1);
+                let wait = self.backoff_for(streak);
+                self.set_lane_backoff(now, key, wait);
+            }
+            // The writes wait out the backoff; the route is asked for again meanwhile.
+            self.schedule_recheck(now, key);
         } else {
             lane.backoff_streak = 0;
+            if lane.recheck_node.take().is_some() {
+                // The answer changed while the lane backed off from a stale one: the new
+                // primary is acted on now, not when the backoff ends.
+                lane.backoff_until = None;
+            }
         }
         self.pump_lane(now, key);
+    }
+
+    /// Asks for a backing-off lane's route again after `route_recheck_interval`, unless
+    /// the backoff ends first (its end releases the lane anyway).
+    fn schedule_recheck(&mut self, now: Instant, key: &LaneKey) {
+        let at = now + self.config.route_recheck_interval;
+        let Some(lane) = self.lanes.get(key) else {
+            return;
+        };
+        let before_backoff_ends = lane.backoff_until.is_some_and(|until| at < until);
+        if before_backoff_ends && self.routing_commands != RoutingCommands::Unsupported {
+            self.timers.insert((at, TimerKey::Recheck(key.clone())));
+        }
+    }
+
+    /// A recheck is due: one lookup, if the lane still backs off from a stale answer and no
+    /// lookup is in flight (single-flight bounds the rate further).
+    pub(super) fn recheck_route(&mut self, key: &LaneKey, now: Instant) {
+        let LaneKey::Partition(partition) = key else {
+            return;
+        };
+        if self.routing_commands == RoutingCommands::Unsupported {
+            return;
+        }
+        let Some(lane) = self.lanes.get_mut(key) else {
+            return;
+        };
+        if lane.recheck_node.is_none() || !lane.in_backoff(now) || lane.lookup != Lookup::Idle {
+            return;
+        }
+        lane.lookup = Lookup::InFlight;
+        self.stats.lookups += 1;
+        debug!(%partition, "route recheck");
+        self.decisions.push_back(Decision::FetchRoute {
+            partition: partition.clone(),
+        });
     }
 }

@@ -53,10 +53,10 @@ impl Routing {
             }
             Attempt::Refused => {
                 self.stats.refusals += 1;
-                self.decisions.push_back(Decision::Event(Event::Refused {
-                    request,
-                    node: node_of(target),
-                }));
+                if let Target::Node(node) = target {
+                    self.decisions
+                        .push_back(Decision::Event(Event::Refused { request, node }));
+                }
                 self.retry_elsewhere(now, request, &place, target);
             }
             Attempt::NotSent => self.retry_elsewhere(now, request, &place, target),
@@ -100,6 +100,7 @@ impl Routing {
         };
         lane.tried.clear();
         lane.backoff_streak = 0;
+        lane.recheck_node = None;
         if lane.route.map(|r| r.node) != Some(node) {
             lane.route = Some(Route { node, watermark });
             lane.generation += 1;
@@ -114,9 +115,8 @@ impl Routing {
     /// The request was not admitted at `target`: drop the route that led there and act on
     /// it at once (a lookup, or the next candidate), never a replay on the same node.
     fn retry_elsewhere(&mut self, now: Instant, request: RequestId, place: &Place, target: Target) {
-        let node = node_of(target);
-        match place {
-            Place::Lane(key) => {
+        match (place, node_of(target)) {
+            (Place::Lane(key), Some(node)) => {
                 if let Some(lane) = self.lanes.get_mut(key) {
                     if lane.route.is_some_and(|r| r.node == node) {
                         lane.route = None;
@@ -136,13 +136,16 @@ impl Routing {
                 debug!(%request, %node, "not admitted; rerouting");
                 self.pump_lane(now, key);
             }
-            Place::Coordinator => {
+            // A lane request always goes to a node; were it ever reported from elsewhere,
+            // it goes back to the head of its lane and asks again.
+            (Place::Lane(_), None) => self.requeue(now, request, place),
+            (Place::Coordinator, _) => {
                 // A read the coordinator's node could not serve yet (for example its
                 // metadata floor): ask again after a short jittered wait.
                 let wait = self.backoff_for(0);
                 self.timers.insert((now + wait, TimerKey::Retry(request)));
             }
-            Place::Topic(_) => {}
+            (Place::Topic(_), _) => {}
         }
     }
 
@@ -284,12 +287,11 @@ impl Routing {
     }
 }
 
-fn node_of(target: Target) -> NodeId {
+fn node_of(target: Target) -> Option<NodeId> {
     match target {
-        Target::Node(node) => node,
-        // The coordinator's node is the link layer's to know; the routing layer only needs
-        // a node for refusals of lane requests, which never go to the coordinator.
-        Target::Coordinator => NodeId(u32::MAX),
+        Target::Node(node) => Some(node),
+        // The coordinator's node is the link layer's to know.
+        Target::Coordinator => None,
     }
 }
 

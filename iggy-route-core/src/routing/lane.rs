@@ -48,6 +48,10 @@ pub(crate) struct Lane {
     pub(crate) backoff_until: Option<Instant>,
     /// Consecutive lookups that named the node that had just refused.
     pub(crate) backoff_streak: u32,
+    /// The node a lookup named although it had just refused the head request: while the
+    /// lane's writes back off from it, its route is looked up again every
+    /// `Config::route_recheck_interval`, so that a new primary is acted on at once.
+    pub(crate) recheck_node: Option<NodeId>,
     /// Discovery by refusal: nodes that refused in the current round.
     pub(crate) tried: Vec<NodeId>,
 }
@@ -62,6 +66,7 @@ impl Lane {
             generation: 0,
             backoff_until: None,
             backoff_streak: 0,
+            recheck_node: None,
             tried: Vec::new(),
         }
     }

@@ -174,6 +174,8 @@ enum TimerKey {
     /// A coordinator read to ask again.
     Retry(RequestId),
     Lane(LaneKey),
+    /// Look a backing-off lane's route up again (see [`Lane::recheck_node`]).
+    Recheck(LaneKey),
     Topic(TopicKey),
 }
 
@@ -336,6 +338,7 @@ impl Routing {
                     }
                     self.pump_lane(now, &lane);
                 }
+                TimerKey::Recheck(lane) => self.recheck_route(&lane, now),
                 TimerKey::Topic(topic) => self.retry_topic(now, topic),
                 TimerKey::Retry(id) => self.retry_coordinator(id),
             }

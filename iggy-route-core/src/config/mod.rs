@@ -6,6 +6,11 @@ use std::time::Duration;
 
 use crate::wire::Password;
 
+mod connection_string;
+mod duration;
+
+pub use connection_string::{AddressProblem, ConnectionStringError, CredentialsProblem};
+
 /// How to sign in. The secret never appears in `Debug` output or logs.
 #[derive(Clone, PartialEq, Eq)]
 pub enum Credentials {
@@ -84,8 +89,18 @@ pub struct Config {
     pub route_backoff_initial: Duration,
     /// Longest such wait.
     pub route_backoff_max: Duration,
-    /// Wait before replaying a `TransientNotCommitted` (57) on the same link.
+    /// Wait before the first replay of a `TransientNotCommitted` (57) on the same link;
+    /// doubles (with jitter) for each further replay, up to `replay_interval_max`.
     pub replay_interval: Duration,
+    /// Longest wait between two replays of a 57.
+    pub replay_interval_max: Duration,
+    /// Replays of one frame answered 57 before the link is closed and the request's
+    /// outcome is unknown. The request's deadline ends the replays sooner.
+    pub max_replays: u32,
+    /// While a lookup keeps naming the node that has just refused (an election in
+    /// progress), the lane's writes back off but its route is looked up again this often,
+    /// so that the true primary is acted on within this long of being named.
+    pub route_recheck_interval: Duration,
     /// A link with nothing sent for this long sends a `PING`.
     pub heartbeat_interval: Duration,
     /// A data link unused for this long is closed.
@@ -122,6 +137,9 @@ impl Config {
             route_backoff_initial: Duration::from_millis(5),
             route_backoff_max: Duration::from_millis(500),
             replay_interval: Duration::from_millis(20),
+            replay_interval_max: Duration::from_secs(1),
+            max_replays: 16,
+            route_recheck_interval: Duration::from_millis(5),
             heartbeat_interval: Duration::from_secs(5),
             data_link_idle_timeout: Duration::from_secs(60),
             data_links_per_node: 4,
@@ -134,95 +152,10 @@ impl Config {
     }
 }
 
-/// Why a connection string was not accepted.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConnectionStringError {
-    /// It does not start with `iggy://` (or `iggy+tcp://`).
-    #[error("expected the iggy:// scheme")]
-    Scheme,
-    /// No `user:password@` part.
-    #[error("missing credentials (user:password@)")]
-    Credentials,
-    /// No address, or an address without a port.
-    #[error("invalid address {0:?}")]
-    Address(String),
-    /// A credential the wire cannot carry.
-    #[error("invalid credential: {0}")]
-    Invalid(crate::wire::WireError),
-}
-
-impl Config {
-    /// A configuration from Iggy's own connection string,
-    /// `iggy://user:password@host:port[,host:port...]` (options after `?` are ignored).
-    /// The password never appears in the error.
-    pub fn from_connection_string(value: &str) -> Result<Self, ConnectionStringError> {
-        let rest = value
-            .strip_prefix("iggy://")
-            .or_else(|| value.strip_prefix("iggy+tcp://"))
-            .ok_or(ConnectionStringError::Scheme)?;
-        let rest = rest.split('?').next().unwrap_or(rest);
-        let (credentials, hosts) = rest
-            .rsplit_once('@')
-            .ok_or(ConnectionStringError::Credentials)?;
-        let (user, password) = credentials
-            .split_once(':')
-            .ok_or(ConnectionStringError::Credentials)?;
-        if user.is_empty() {
-            return Err(ConnectionStringError::Credentials);
-        }
-        let mut seeds = Vec::new();
-        for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
-            let valid_port = host
-                .rsplit_once(':')
-                .is_some_and(|(name, port)| !name.is_empty() && port.parse::<u16>().is_ok());
-            if !valid_port {
-                return Err(ConnectionStringError::Address(host.to_owned()));
-            }
-            seeds.push(host.to_owned());
-        }
-        if seeds.is_empty() {
-            return Err(ConnectionStringError::Address(String::new()));
-        }
-        let credentials =
-            Credentials::user(user, password).map_err(ConnectionStringError::Invalid)?;
-        Ok(Self::new(seeds, credentials))
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn connection_string_gives_seeds_and_credentials() {
-        let config =
-            Config::from_connection_string("iggy://iggy:secret@127.0.0.1:8090,10.0.0.2:8091")
-                .unwrap();
-        assert_eq!(config.seeds, vec!["127.0.0.1:8090", "10.0.0.2:8091"]);
-        assert_eq!(
-            config.credentials,
-            Credentials::user("iggy", "secret").unwrap()
-        );
-    }
-
-    #[test]
-    fn bad_connection_strings_get_typed_errors_without_the_password() {
-        use ConnectionStringError as E;
-        assert_eq!(
-            Config::from_connection_string("http://a:b@h:1").unwrap_err(),
-            E::Scheme
-        );
-        assert_eq!(
-            Config::from_connection_string("iggy://h:1").unwrap_err(),
-            E::Credentials
-        );
-        let error = Config::from_connection_string("iggy://u:pw-123@host").unwrap_err();
-        assert_eq!(error, E::Address("host".into()));
-        assert!(!error.to_string().contains("pw-123"));
-        assert!(Config::from_connection_string("iggy://u:p@").is_err());
-    }
 
     #[test]
     fn debug_output_never_shows_secrets() {
@@ -235,5 +168,68 @@ mod tests {
         assert!(shown.contains("iggy"));
         let pat = Credentials::PersonalAccessToken(Password::new("tok-123").unwrap());
         assert!(!format!("{pat:?}").contains("tok-123"));
+    }
+
+    /// No error may show the credentials: nothing from before the last `@`, nor text a
+    /// mis-split put after it.
+    #[test]
+    fn no_error_shows_the_credentials() {
+        let secret = "Pw9Kz";
+        let long = secret.repeat(60);
+        let hostile = [
+            format!("http://Uq3vX:{secret}@h:1"),
+            format!("iggy:/Uq3vX:{secret}@h:1"),
+            format!("iggy://Uq3vX:{secret}@127.0.0.1:1?x@host:8090"),
+            format!("iggy://Uq3vX:{secret}@@h:1"),
+            format!("iggy://Uq3vX:{secret}:more@h:1"),
+            format!("iggy://Uq3vX:{secret}://x@h:1"),
+            format!("iggy://Uq3vX:{secret}@"),
+            format!("iggy://Uq3vX:{secret}@host-without-port"),
+            format!("iggy://Uq3vX:{secret}@h:99999"),
+            format!("iggy://Uq3vX:{secret}@h:1:{secret}"),
+            format!("iggy://Uq3vX:{secret}@h:1?tls=true"),
+            format!("iggy://Uq3vX:{secret}@h:1?bogus=1"),
+            format!("iggy://Uq3vX:{secret}@h:1?heartbeat_interval=x"),
+            format!("iggy://Uq3vX:{secret}@h:1?"),
+            format!("iggy://Uq3vX:{secret}@h:1??"),
+            format!("iggy://Uq3vX:{long}@h:1"),
+            format!("iggy://{long}@h:1"),
+            format!("iggy://{long}:{secret}@h:1"),
+            format!("iggy://:{secret}@h:1"),
+            format!("iggy://Uq3vX:{secret}?tls=true@h"),
+            format!("iggy://Uq3vX:{secret},h2:1@h"),
+            format!("iggy://Uq3vX:{secret}\n@@h:1"),
+            format!("Uq3vX:{secret}@h:1"),
+            format!("iggy://Uq3vX:{secret}%40h:1"),
+            format!("iggy://Uq3vX:{secret} é€ \t@h:1?nodelay=maybe"),
+            format!("iggy+tcp://Uq3vX:{secret}@h:1?tls_domain=x&tls=true"),
+            format!("iggy://Uq3vX:{secret}@h:1?heartbeat_interval=1s&heartbeat_interval=2s"),
+            "iggy://iggy:pw@127.0.0.1:1?x@host:8090".to_owned(),
+            "iggy://a@b:c?d".to_owned(),
+        ];
+        for text in &hostile {
+            let Err(error) = Config::from_connection_string(text) else {
+                panic!("accepted {text}");
+            };
+            let before_last_at = text
+                .rsplit_once('@')
+                .map_or(text.as_str(), |(head, _)| head);
+            // The scheme is no secret (and `iggy` is in the scheme error's own text).
+            let credentials = ["://", ":/"]
+                .into_iter()
+                .find_map(|separator| before_last_at.split_once(separator))
+                .map_or(before_last_at, |(_, credentials)| credentials);
+            let region: Vec<char> = credentials.chars().collect();
+            for shown in [error.to_string(), format!("{error:?}")] {
+                for window in region.windows(4) {
+                    let window: String = window.iter().collect();
+                    assert!(!shown.contains(&window), "{text}: {shown} shows {window:?}");
+                }
+                // A mis-split can put secret text after the `@`; addresses are never shown.
+                for after in [secret, "c?d", "b:c", "host-without-port"] {
+                    assert!(!shown.contains(after), "{text}: {shown}");
+                }
+            }
+        }
     }
 }

@@ -1,0 +1,681 @@
+//! Iggy's connection string, read by the grammar of the 0.11.0 SDK's TCP transport, so that
+//! a string the SDK takes is taken here and a string it refuses is refused here, except for
+//! the deliberate differences listed on [`Config::from_connection_string`].
+//!
+//! The grammar, as the SDK reads it (`iggy_common` 0.11.0: `ConnectionString::new`,
+//! `ConnectionStringUtils::parse_protocol`, `TcpConnectionStringOptions::parse_options`,
+//! `IggyDuration::from_str`):
+//! - the scheme `iggy://` or `iggy+tcp://`, and no other `://` anywhere after it;
+//! - exactly one `@`. Before it, the credentials: `user:password` (both non-empty, exactly
+//!   one `:`) or, without any `:`, a personal access token. Nothing is percent-decoded, so
+//!   a password may hold `?`, `,`, `&`, `=`, `/` or `%` as they are, but never `@` or `:`;
+//! - after it, the address `host:port`, the port a decimal `u16`;
+//! - then optionally one `?` and `name=value` options joined by `&`, each with exactly one
+//!   `=`. Names are case-sensitive and a name the SDK does not know is refused.
+//!
+//! Errors never carry text from before the `?`: when a string is mis-split (a password
+//! holding `@`, say), secret text lands where an address is expected, so only an unknown
+//! option's name is ever shown.
+
+use std::time::Duration;
+
+use super::duration::sdk_duration;
+use super::{Config, Credentials};
+use crate::wire::{Name, Password};
+
+const PLAIN_SCHEME: &str = "iggy://";
+const TCP_SCHEME: &str = "iggy+tcp://";
+const SCHEME_SEPARATOR: &str = "://";
+
+/// The longest heartbeat or redial wait accepted. The SDK takes up to `u64::MAX` seconds,
+/// but the router adds these waits to `Instant`s, which panics on overflow long before that,
+/// and a wait of more than a day is a typo rather than a setting.
+const MAX_OPTION_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// An unknown option's name is shown, but a pasted blob should not fill a log line.
+const MAX_SHOWN_NAME_CHARS: usize = 64;
+
+const EXPECTED_DURATION: &str = "a duration such as 5s, 100ms or 1h 30m";
+const EXPECTED_NONZERO_DURATION: &str = "a non-zero duration such as 5s or 100ms";
+const EXPECTED_BOOLEAN: &str = "true or false";
+const EXPECTED_RETRIES: &str = "unlimited or a count";
+const NO_TLS: &str = "TLS is not implemented yet; refused rather than connecting in plaintext";
+
+/// Why a connection string was not accepted. No variant carries the credentials or the
+/// address text (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectionStringError {
+    /// It does not start with `iggy://` or `iggy+tcp://` (the router speaks TCP only).
+    #[error("expected the iggy:// or iggy+tcp:// scheme")]
+    Scheme,
+    /// `://` appears again after the scheme.
+    #[error("'://' may appear only once, after the scheme")]
+    RepeatedSchemeSeparator,
+    /// The credentials before the `@` are missing or malformed.
+    #[error("invalid credentials: {0}")]
+    Credentials(CredentialsProblem),
+    /// A seed address is malformed.
+    #[error("invalid address of seed {seed}: {problem}")]
+    Address {
+        /// The seed's position in the comma-separated list, from 1.
+        seed: usize,
+        /// What is wrong with it.
+        problem: AddressProblem,
+    },
+    /// More than one `?` after the `@`.
+    #[error("more than one '?' after the address")]
+    RepeatedQuestionMark,
+    /// An option that is not exactly one `name=value` pair (this includes an empty option,
+    /// as after a trailing `?` or `&`).
+    #[error("option {position} is not one name=value pair")]
+    MalformedOption {
+        /// The option's position after the `?`, from 1.
+        position: usize,
+    },
+    /// An option the SDK does not know either (names are case-sensitive).
+    #[error("unknown option {option:?}")]
+    UnknownOption {
+        /// The name as written, cut to 64 characters.
+        option: String,
+    },
+    /// An option given twice. The SDK lets the last one win without checking the earlier
+    /// one; which one was meant is anyone's guess, so it is refused here.
+    #[error("option {option} is given more than once")]
+    RepeatedOption {
+        /// The option.
+        option: &'static str,
+    },
+    /// A known option with a value it cannot take.
+    #[error("invalid value for option {option}: expected {expected}")]
+    InvalidValue {
+        /// The option.
+        option: &'static str,
+        /// What it takes.
+        expected: &'static str,
+    },
+    /// A well-formed value beyond what the router accepts.
+    #[error("option {option} is out of range: at most {limit}")]
+    OutOfRange {
+        /// The option.
+        option: &'static str,
+        /// The largest value accepted.
+        limit: &'static str,
+    },
+    /// A well-formed option (or value) the SDK honours and the router does not; refused
+    /// rather than silently ignored.
+    #[error("option {option} is not supported: {reason}")]
+    Unsupported {
+        /// The option.
+        option: &'static str,
+        /// Why not.
+        reason: &'static str,
+    },
+}
+
+/// What is wrong with the credentials. Deliberately without the text itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CredentialsProblem {
+    /// No `@`, so no credentials.
+    #[error("missing (expected user:password@ or token@)")]
+    Missing,
+    /// More than one `@`: the grammar has no way to write `@` inside a password.
+    #[error("'@' may appear only once")]
+    RepeatedAt,
+    /// More than one `:` before the `@`: the grammar has no way to write `:` in a password.
+    #[error("':' may appear only once, between user and password")]
+    RepeatedColon,
+    /// `:password@` with no user.
+    #[error("empty user name")]
+    EmptyUsername,
+    /// `user:@` with no password.
+    #[error("empty password")]
+    EmptyPassword,
+    /// `@` with nothing before it: a personal access token cannot be empty.
+    #[error("empty personal access token")]
+    EmptyToken,
+    /// A user name longer than the wire's one-byte length prefix allows.
+    #[error("user name longer than 255 bytes")]
+    UsernameTooLong,
+    /// A password longer than the wire's one-byte length prefix allows.
+    #[error("password longer than 255 bytes")]
+    PasswordTooLong,
+    /// A personal access token longer than the wire's one-byte length prefix allows.
+    #[error("personal access token longer than 255 bytes")]
+    TokenTooLong,
+}
+
+/// What is wrong with one seed address. Deliberately without the text itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AddressProblem {
+    /// Nothing there (also an empty entry in the seed list).
+    #[error("empty")]
+    Empty,
+    /// No `:port`.
+    #[error("missing :port")]
+    MissingPort,
+    /// `:port` with no host before it.
+    #[error("empty host")]
+    EmptyHost,
+    /// The port is not a 16-bit decimal number (digits, optionally after a `+`).
+    #[error("port is not a number from 1 to 65535")]
+    InvalidPort,
+    /// Port 0 cannot be dialled.
+    #[error("port 0 cannot be dialled")]
+    PortZero,
+    /// More than one `:`: an IPv6 literal (which the SDK refuses as well) or text after
+    /// the port.
+    #[error("more than one ':' (IPv6 literals and text after the port are not accepted)")]
+    ExtraColon,
+}
+
+impl Config {
+    /// A configuration from Iggy's connection string,
+    /// `iggy://user:password@host:port[,host:port...][?name=value&...]`
+    /// (or `iggy://token@...` for a personal access token; `iggy+tcp://` is the same).
+    /// Options not given keep the defaults of [`Config::new`]. Errors never show the
+    /// credentials.
+    ///
+    /// Every option of the SDK 0.11.0's TCP transport is honoured or refused by name:
+    /// - `heartbeat_interval=<duration>` sets [`Config::heartbeat_interval`];
+    /// - `reconnection_interval=<duration>` sets [`Config::reconnect_backoff_initial`], and
+    ///   raises [`Config::reconnect_backoff_max`] to it if below, since the max caps the wait;
+    /// - `reconnection_retries=unlimited` is what the router does anyway; a count is
+    ///   refused (`Unsupported`): the router redials without limit;
+    /// - `tls=false` is what the router does anyway; `tls=true`, `tls_domain` and
+    ///   `tls_ca_file` are refused (`Unsupported`) until TLS exists;
+    /// - `nodelay=true` changes nothing: both adapters set `TCP_NODELAY` on every link
+    ///   they open. `nodelay=false` is refused (`Unsupported`): they never turn Nagle on;
+    /// - `reestablish_after=<duration>` is refused (`Unsupported`): the router paces
+    ///   redials with its own backoff, whose first step is `reconnection_interval`.
+    ///
+    /// Durations are read as the SDK reads them: lowercased, `0`, `unlimited`, `disabled`
+    /// and `none` mean zero, otherwise terms such as `5s`, `100ms`, `1.5h` or `1h 30m`.
+    ///
+    /// Deliberate differences from the SDK, each refusing what it would accept unless said:
+    /// - the refusals above (`tls=true`, TLS options, retry counts, `nodelay=false`,
+    ///   `reestablish_after`);
+    /// - `tls` and `nodelay` take only `true` or `false`: the SDK reads any other value,
+    ///   `TRUE` or `yes` included, as `false`, which for `tls` would mean plaintext;
+    /// - a heartbeat or reconnection interval above 24 hours (`OutOfRange`);
+    /// - an option given twice (the SDK keeps the last);
+    /// - a `,` in the address separates seeds: several seeds are accepted (the SDK refuses
+    ///   them), and a `,` inside one host is refused (the SDK keeps it in the host name);
+    /// - port 0, and text after the port (`host:8090:x`, which the SDK accepts and cannot
+    ///   dial);
+    /// - an empty personal access token, and credentials over the wire's 255 bytes;
+    /// - schemes other than exactly `iggy://` and `iggy+tcp://` (the SDK strips every
+    ///   `iggy+` before reading the transport, so it takes `iggy+iggy+tcp://` too).
+    pub fn from_connection_string(value: &str) -> Result<Self, ConnectionStringError> {
+        let after_scheme = value
+            .strip_prefix(PLAIN_SCHEME)
+            .or_else(|| value.strip_prefix(TCP_SCHEME))
+            .ok_or(ConnectionStringError::Scheme)?;
+        if after_scheme.contains(SCHEME_SEPARATOR) {
+            return Err(ConnectionStringError::RepeatedSchemeSeparator);
+        }
+        // The single `@` is found before anything else is read, so a password holding `@`
+        // is refused as a whole instead of being read as an address.
+        let (credentials_text, location) = split_at_the_only_at(after_scheme)?;
+        let credentials = parse_credentials(credentials_text)?;
+        let (addresses, options) = match location.split_once('?') {
+            Some((_, options)) if options.contains('?') => {
+                return Err(ConnectionStringError::RepeatedQuestionMark);
+            }
+            Some((addresses, options)) => (addresses, Some(options)),
+            None => (location, None),
+        };
+        let mut config = Config::new(parse_seeds(addresses)?, credentials);
+        if let Some(options) = options {
+            apply_options(&mut config, options)?;
+        }
+        Ok(config)
+    }
+}
+
+fn credentials_error(problem: CredentialsProblem) -> ConnectionStringError {
+    ConnectionStringError::Credentials(problem)
+}
+
+fn split_at_the_only_at(text: &str) -> Result<(&str, &str), ConnectionStringError> {
+    let (credentials, location) = text
+        .split_once('@')
+        .ok_or(credentials_error(CredentialsProblem::Missing))?;
+    if location.contains('@') {
+        return Err(credentials_error(CredentialsProblem::RepeatedAt));
+    }
+    Ok((credentials, location))
+}
+
+fn parse_credentials(text: &str) -> Result<Credentials, ConnectionStringError> {
+    let Some((username, password)) = text.split_once(':') else {
+        if text.is_empty() {
+            return Err(credentials_error(CredentialsProblem::EmptyToken));
+        }
+        let token =
+            Password::new(text).map_err(|_| credentials_error(CredentialsProblem::TokenTooLong))?;
+        return Ok(Credentials::PersonalAccessToken(token));
+    };
+    if password.contains(':') {
+        return Err(credentials_error(CredentialsProblem::RepeatedColon));
+    }
+    if username.is_empty() {
+        return Err(credentials_error(CredentialsProblem::EmptyUsername));
+    }
+    if password.is_empty() {
+        return Err(credentials_error(CredentialsProblem::EmptyPassword));
+    }
+    // Both checks are the wire's own (`Name`: 1 to 255 bytes, `Password`: at most 255),
+    // made here so the error can say which field is too long without showing it.
+    Name::new(username).map_err(|_| credentials_error(CredentialsProblem::UsernameTooLong))?;
+    let password = Password::new(password)
+        .map_err(|_| credentials_error(CredentialsProblem::PasswordTooLong))?;
+    Ok(Credentials::UserPassword {
+        username: username.to_owned(),
+        password,
+    })
+}
+
+/// `host:port` entries separated by `,`, each kept as `host:port` with the port in plain
+/// decimal (the SDK also takes `+80` or `080`, which mean port 80).
+fn parse_seeds(addresses: &str) -> Result<Vec<String>, ConnectionStringError> {
+    addresses
+        .split(',')
+        .enumerate()
+        .map(|(index, address)| {
+            parse_seed(address).map_err(|problem| ConnectionStringError::Address {
+                seed: index + 1,
+                problem,
+            })
+        })
+        .collect()
+}
+
+fn parse_seed(address: &str) -> Result<String, AddressProblem> {
+    if address.is_empty() {
+        return Err(AddressProblem::Empty);
+    }
+    let (host, port) = address.split_once(':').ok_or(AddressProblem::MissingPort)?;
+    if host.is_empty() {
+        return Err(AddressProblem::EmptyHost);
+    }
+    if port.contains(':') {
+        return Err(AddressProblem::ExtraColon);
+    }
+    // `u16::from_str` is the SDK's own test for the port: digits with an optional `+`.
+    let port: u16 = port.parse().map_err(|_| AddressProblem::InvalidPort)?;
+    if port == 0 {
+        return Err(AddressProblem::PortZero);
+    }
+    Ok(format!("{host}:{port}"))
+}
+
+/// The options of the SDK 0.11.0's TCP transport, and nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TcpOption {
+    Tls,
+    TlsDomain,
+    TlsCaFile,
+    ReconnectionRetries,
+    ReconnectionInterval,
+    ReestablishAfter,
+    HeartbeatInterval,
+    Nodelay,
+}
+
+impl TcpOption {
+    const ALL: [TcpOption; 8] = [
+        TcpOption::Tls,
+        TcpOption::TlsDomain,
+        TcpOption::TlsCaFile,
+        TcpOption::ReconnectionRetries,
+        TcpOption::ReconnectionInterval,
+        TcpOption::ReestablishAfter,
+        TcpOption::HeartbeatInterval,
+        TcpOption::Nodelay,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            TcpOption::Tls => "tls",
+            TcpOption::TlsDomain => "tls_domain",
+            TcpOption::TlsCaFile => "tls_ca_file",
+            TcpOption::ReconnectionRetries => "reconnection_retries",
+            TcpOption::ReconnectionInterval => "reconnection_interval",
+            TcpOption::ReestablishAfter => "reestablish_after",
+            TcpOption::HeartbeatInterval => "heartbeat_interval",
+            TcpOption::Nodelay => "nodelay",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<TcpOption> {
+        TcpOption::ALL
+            .into_iter()
+            .find(|option| option.name() == name)
+    }
+
+    fn invalid(self, expected: &'static str) -> ConnectionStringError {
+        ConnectionStringError::InvalidValue {
+            option: self.name(),
+            expected,
+        }
+    }
+
+    fn unsupported(self, reason: &'static str) -> ConnectionStringError {
+        ConnectionStringError::Unsupported {
+            option: self.name(),
+            reason,
+        }
+    }
+}
+
+fn apply_options(config: &mut Config, options: &str) -> Result<(), ConnectionStringError> {
+    let mut seen = Vec::with_capacity(TcpOption::ALL.len());
+    for (index, pair) in options.split('&').enumerate() {
+        let (name, value) = pair
+            .split_once('=')
+            .filter(|(_, value)| !value.contains('='))
+            .ok_or(ConnectionStringError::MalformedOption {
+                position: index + 1,
+            })?;
+        let option =
+            TcpOption::from_name(name).ok_or_else(|| ConnectionStringError::UnknownOption {
+                option: name.chars().take(MAX_SHOWN_NAME_CHARS).collect(),
+            })?;
+        if seen.contains(&option) {
+            return Err(ConnectionStringError::RepeatedOption {
+                option: option.name(),
+            });
+        }
+        seen.push(option);
+        apply_option(config, option, value)?;
+    }
+    // The backoff doubles from the initial wait but is capped by the max: a max below the
+    // requested interval would quietly shorten it.
+    config.reconnect_backoff_max = config
+        .reconnect_backoff_max
+        .max(config.reconnect_backoff_initial);
+    Ok(())
+}
+
+fn apply_option(
+    config: &mut Config,
+    option: TcpOption,
+    value: &str,
+) -> Result<(), ConnectionStringError> {
+    match option {
+        TcpOption::Tls => match value {
+            "false" => Ok(()),
+            "true" => Err(option.unsupported(NO_TLS)),
+            _ => Err(option.invalid(EXPECTED_BOOLEAN)),
+        },
+        TcpOption::TlsDomain | TcpOption::TlsCaFile => Err(option.unsupported(NO_TLS)),
+        TcpOption::ReconnectionRetries => {
+            if value == "unlimited" {
+                Ok(())
+            } else if value.parse::<u32>().is_ok() {
+                Err(option.unsupported("the router redials without limit"))
+            } else {
+                Err(option.invalid(EXPECTED_RETRIES))
+            }
+        }
+        TcpOption::ReconnectionInterval => {
+            config.reconnect_backoff_initial = wait(option, value)?;
+            Ok(())
+        }
+        TcpOption::ReestablishAfter => {
+            sdk_duration(value).ok_or(option.invalid(EXPECTED_DURATION))?;
+            Err(option.unsupported(
+                "the router paces redials with its own backoff; set reconnection_interval",
+            ))
+        }
+        TcpOption::HeartbeatInterval => {
+            config.heartbeat_interval = wait(option, value)?;
+            Ok(())
+        }
+        TcpOption::Nodelay => match value {
+            "true" => Ok(()),
+            "false" => Err(option.unsupported("the adapters always turn Nagle's algorithm off")),
+            _ => Err(option.invalid(EXPECTED_BOOLEAN)),
+        },
+    }
+}
+
+/// A non-zero duration (the SDK's `NonZeroIggyDuration`) of at most [`MAX_OPTION_WAIT`].
+fn wait(option: TcpOption, value: &str) -> Result<Duration, ConnectionStringError> {
+    let duration = sdk_duration(value).ok_or(option.invalid(EXPECTED_DURATION))?;
+    if duration.is_zero() {
+        return Err(option.invalid(EXPECTED_NONZERO_DURATION));
+    }
+    if duration > MAX_OPTION_WAIT {
+        return Err(ConnectionStringError::OutOfRange {
+            option: option.name(),
+            limit: "24h",
+        });
+    }
+    Ok(duration)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use AddressProblem as A;
+    use ConnectionStringError as E;
+    use CredentialsProblem as C;
+
+    fn refusal(text: &str) -> ConnectionStringError {
+        Config::from_connection_string(text).unwrap_err()
+    }
+
+    fn with_options(options: &str) -> Result<Config, ConnectionStringError> {
+        Config::from_connection_string(&format!("iggy://u:p@h:8090?{options}"))
+    }
+
+    #[test]
+    fn seeds_and_credentials_are_read_as_written() {
+        let config =
+            Config::from_connection_string("iggy://iggy:secret@127.0.0.1:8090,10.0.0.2:8091")
+                .unwrap();
+        assert_eq!(config.seeds, ["127.0.0.1:8090", "10.0.0.2:8091"]);
+        assert_eq!(
+            config.credentials,
+            Credentials::user("iggy", "secret").unwrap()
+        );
+        // Nothing is percent-decoded, and `?` `,` `&` `=` are the password's own before the `@`.
+        let config = Config::from_connection_string("iggy+tcp://u:p?a=1,b&c/%40#@h:+080").unwrap();
+        assert_eq!(
+            config.credentials,
+            Credentials::user("u", "p?a=1,b&c/%40#").unwrap()
+        );
+        assert_eq!(config.seeds, ["h:80"]);
+        let config = Config::from_connection_string("iggy://iggypat-123@h:1").unwrap();
+        let token = Password::new("iggypat-123").unwrap();
+        assert_eq!(config.credentials, Credentials::PersonalAccessToken(token));
+    }
+
+    #[test]
+    fn malformed_credentials_get_typed_errors() {
+        let long = "x".repeat(256);
+        let cases = [
+            ("http://u:p@h:1".to_owned(), E::Scheme),
+            ("iggy+quic://u:p@h:1".to_owned(), E::Scheme),
+            ("iggy://u:p://@h:1".to_owned(), E::RepeatedSchemeSeparator),
+            ("iggy://h:1".to_owned(), E::Credentials(C::Missing)),
+            (
+                "iggy://u:pw@127.0.0.1:1?x@host:8090".to_owned(),
+                E::Credentials(C::RepeatedAt),
+            ),
+            (
+                "iggy://u:p:q@h:1".to_owned(),
+                E::Credentials(C::RepeatedColon),
+            ),
+            ("iggy://:p@h:1".to_owned(), E::Credentials(C::EmptyUsername)),
+            ("iggy://u:@h:1".to_owned(), E::Credentials(C::EmptyPassword)),
+            ("iggy://@h:1".to_owned(), E::Credentials(C::EmptyToken)),
+            (
+                format!("iggy://{long}:p@h:1"),
+                E::Credentials(C::UsernameTooLong),
+            ),
+            (
+                format!("iggy://u:{long}@h:1"),
+                E::Credentials(C::PasswordTooLong),
+            ),
+            (
+                format!("iggy://{long}@h:1"),
+                E::Credentials(C::TokenTooLong),
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(refusal(&text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn malformed_addresses_get_typed_errors() {
+        let address = |seed, problem| E::Address { seed, problem };
+        let cases = [
+            ("iggy://u:p@", address(1, A::Empty)),
+            ("iggy://u:p@?tls=false", address(1, A::Empty)),
+            ("iggy://u:p@h:1,", address(2, A::Empty)),
+            ("iggy://u:p@host", address(1, A::MissingPort)),
+            ("iggy://u:p@h:1,:2", address(2, A::EmptyHost)),
+            ("iggy://u:p@h:", address(1, A::InvalidPort)),
+            ("iggy://u:p@h:65536", address(1, A::InvalidPort)),
+            ("iggy://u:p@h: 1", address(1, A::InvalidPort)),
+            ("iggy://u:p@h:0", address(1, A::PortZero)),
+            ("iggy://u:p@h:1:x", address(1, A::ExtraColon)),
+            ("iggy://u:p@[::1]:8090", address(1, A::ExtraColon)),
+            ("iggy://u:p@h:1?a=1?b=2", E::RepeatedQuestionMark),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(refusal(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn absent_options_keep_the_defaults() {
+        let defaults = Config::new(Vec::new(), Credentials::user("u", "p").unwrap());
+        let config = Config::from_connection_string("iggy://u:p@h:8090").unwrap();
+        assert_eq!(config.heartbeat_interval, defaults.heartbeat_interval);
+        assert_eq!(
+            config.reconnect_backoff_initial,
+            defaults.reconnect_backoff_initial
+        );
+        assert_eq!(config.reconnect_backoff_max, defaults.reconnect_backoff_max);
+    }
+
+    #[test]
+    fn heartbeat_interval_sets_the_heartbeat() {
+        for (value, expected) in [
+            ("10s", Duration::from_secs(10)),
+            ("250ms", Duration::from_millis(250)),
+            ("1h 30m", Duration::from_secs(5_400)),
+            ("24h", MAX_OPTION_WAIT),
+        ] {
+            let config = with_options(&format!("heartbeat_interval={value}")).unwrap();
+            assert_eq!(config.heartbeat_interval, expected, "{value}");
+        }
+    }
+
+    #[test]
+    fn reconnection_interval_sets_the_first_backoff_and_lifts_the_max_to_it() {
+        let defaults = Config::new(Vec::new(), Credentials::user("u", "p").unwrap());
+        let config = with_options("reconnection_interval=100ms").unwrap();
+        assert_eq!(config.reconnect_backoff_initial, Duration::from_millis(100));
+        assert_eq!(config.reconnect_backoff_max, defaults.reconnect_backoff_max);
+        let config = with_options("reconnection_interval=10s").unwrap();
+        assert_eq!(config.reconnect_backoff_initial, Duration::from_secs(10));
+        assert_eq!(config.reconnect_backoff_max, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn options_the_router_already_obeys_change_nothing() {
+        let defaults = Config::from_connection_string("iggy://u:p@h:8090").unwrap();
+        let config = with_options("tls=false&nodelay=true&reconnection_retries=unlimited").unwrap();
+        assert_eq!(format!("{config:?}"), format!("{defaults:?}"));
+    }
+
+    #[test]
+    fn options_the_router_cannot_honour_are_refused_by_name() {
+        let unsupported = |option| move |error: &E| matches!(error, E::Unsupported { option: o, .. } if *o == option);
+        for (options, option) in [
+            ("tls=true", "tls"),
+            ("tls_domain=example.com", "tls_domain"),
+            ("tls_ca_file=/ca.pem", "tls_ca_file"),
+            ("reconnection_retries=3", "reconnection_retries"),
+            ("reestablish_after=5s", "reestablish_after"),
+            ("reestablish_after=0", "reestablish_after"),
+            ("nodelay=false", "nodelay"),
+        ] {
+            let error = with_options(options).unwrap_err();
+            assert!(unsupported(option)(&error), "{options}: {error:?}");
+            assert!(error.to_string().contains(option), "{error}");
+        }
+    }
+
+    #[test]
+    fn malformed_options_get_typed_errors_naming_the_option() {
+        let invalid = |option| move |error: &E| matches!(error, E::InvalidValue { option: o, .. } if *o == option);
+        for (options, option) in [
+            ("tls=TRUE", "tls"),
+            ("tls=", "tls"),
+            ("nodelay=1", "nodelay"),
+            ("reconnection_retries=-1", "reconnection_retries"),
+            ("reconnection_retries=Unlimited", "reconnection_retries"),
+            ("heartbeat_interval=5", "heartbeat_interval"),
+            ("heartbeat_interval=0s", "heartbeat_interval"),
+            ("heartbeat_interval=unlimited", "heartbeat_interval"),
+            ("reconnection_interval=fast", "reconnection_interval"),
+            ("reestablish_after=soon", "reestablish_after"),
+        ] {
+            let error = with_options(options).unwrap_err();
+            assert!(invalid(option)(&error), "{options}: {error:?}");
+        }
+        let cases = [
+            (
+                "heartbeat_interval=25h",
+                E::OutOfRange {
+                    option: "heartbeat_interval",
+                    limit: "24h",
+                },
+            ),
+            (
+                "bogus=1",
+                E::UnknownOption {
+                    option: "bogus".into(),
+                },
+            ),
+            (
+                "TLS=false",
+                E::UnknownOption {
+                    option: "TLS".into(),
+                },
+            ),
+            (
+                "nodelay=true&nodelay=true",
+                E::RepeatedOption { option: "nodelay" },
+            ),
+            ("", E::MalformedOption { position: 1 }),
+            ("tls=false&", E::MalformedOption { position: 2 }),
+            ("tls", E::MalformedOption { position: 1 }),
+            (
+                "tls=false&nodelay=true=x",
+                E::MalformedOption { position: 2 },
+            ),
+        ];
+        for (options, expected) in cases {
+            assert_eq!(with_options(options).unwrap_err(), expected, "{options}");
+        }
+        let long_name = "n".repeat(500);
+        let error = with_options(&format!("{long_name}=1")).unwrap_err();
+        assert_eq!(
+            error,
+            E::UnknownOption {
+                option: "n".repeat(MAX_SHOWN_NAME_CHARS)
+            }
+        );
+    }
+}

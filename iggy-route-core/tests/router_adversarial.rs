@@ -1,0 +1,365 @@
+//! The outer face against a node that misbehaves: 57 for ever, replies that answer nothing
+//! in flight, bodies that do not decode, sign-ins answered with garbage. Each test walks
+//! time forward deadline by deadline, as an adapter does, and asserts what the caller and
+//! the wire see.
+#![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
+// A test needs one real instant as the origin of its timeline; every other instant is
+// derived from it, and the code under test never reads the clock.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use iggy_route_core::fuzzing::fake_cluster::{FakeCluster, Links, addr};
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{
+    Config, Credentials, Event, LinkId, Outcome, Output, ProtocolViolation, Request, RequestError,
+    RequestId, Router, SendRequest,
+};
+
+/// What the node does to the reply it owes for a frame (after the fake cluster made it).
+type Script = Box<dyn FnMut(&str, Bytes) -> Vec<Bytes>>;
+
+struct Harness {
+    router: Router,
+    cluster: FakeCluster,
+    links: Links,
+    now: Instant,
+    start: Instant,
+    script: Script,
+    /// Every frame written: (instant, link, what the fake cluster calls it).
+    written: Vec<(Instant, LinkId, String)>,
+    connects: Vec<Instant>,
+    completed: Vec<(RequestId, Outcome)>,
+    events: Vec<Event>,
+}
+
+impl Harness {
+    fn new(cluster: FakeCluster, config: impl FnOnce(&mut Config)) -> Self {
+        let now = Instant::now();
+        let seeds = (0..cluster.nodes).map(addr).collect();
+        let mut settings = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
+        config(&mut settings);
+        let mut harness = Self {
+            router: Router::new(settings, 42, now),
+            cluster,
+            links: Links::new(),
+            now,
+            start: now,
+            script: Box::new(|_, reply| vec![reply]),
+            written: Vec::new(),
+            connects: Vec::new(),
+            completed: Vec::new(),
+            events: Vec::new(),
+        };
+        harness.run();
+        harness
+    }
+
+    /// Drains outputs: connects at once and answers every frame through the script.
+    fn run(&mut self) {
+        for _ in 0..100_000 {
+            let Some(output) = self.router.poll_output() else {
+                if let Some(deadline) = self.router.poll_timeout() {
+                    assert!(deadline >= self.now, "a deadline in the past");
+                }
+                return;
+            };
+            match output {
+                Output::Connect { link, addr, .. } => {
+                    let index = (9000..9000 + self.cluster.nodes)
+                        .position(|port| addr.ends_with(&port.to_string()))
+                        .unwrap();
+                    self.links.insert(link, index);
+                    self.connects.push(self.now);
+                    self.router.handle_connected(self.now, link);
+                }
+                Output::Transmit { link, bytes } => {
+                    let node = self.links[&link];
+                    let (name, reply) = self.cluster.answer(node, &bytes);
+                    self.written.push((self.now, link, name.clone()));
+                    let mut joined = BytesMut::new();
+                    for part in (self.script)(&name, reply) {
+                        joined.extend_from_slice(&part);
+                    }
+                    if !joined.is_empty() {
+                        self.router.handle_read(self.now, link, &joined);
+                    }
+                }
+                Output::Close { link } => {
+                    self.links.remove(&link);
+                }
+                Output::Completed { id, outcome } => self.completed.push((id, outcome)),
+                Output::Event(event) => self.events.push(event),
+            }
+        }
+        panic!("router never went quiet");
+    }
+
+    /// Walks time forward, deadline by deadline, until `until` after the start.
+    fn advance_to(&mut self, until: Duration) {
+        for _ in 0..100_000 {
+            let Some(next) = self.router.poll_timeout() else {
+                break;
+            };
+            if next > self.start + until {
+                break;
+            }
+            self.now = next.max(self.now);
+            self.router.handle_timeout(self.now);
+            self.run();
+        }
+        self.now = self.now.max(self.start + until);
+    }
+
+    fn send(&mut self, partition: u32) -> RequestId {
+        let request = Request::Send(SendRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::PartitionId(partition),
+            messages: vec![Message {
+                payload: Bytes::from_static(b"hello"),
+                ..Message::default()
+            }],
+        });
+        let id = self.router.submit(self.now, request).unwrap();
+        self.run();
+        id
+    }
+
+    fn outcome(&self, id: RequestId) -> &Outcome {
+        let mut found = self.completed.iter().filter(|(done, _)| *done == id);
+        let (_, outcome) = found
+            .next()
+            .unwrap_or_else(|| panic!("{id} never completed"));
+        assert!(found.next().is_none(), "{id} completed twice");
+        outcome
+    }
+
+    fn sends_written(&self) -> usize {
+        self.written
+            .iter()
+            .filter(|(_, _, name)| name.starts_with("SEND"))
+            .count()
+    }
+
+    fn sends_written_after(&self, at: Instant) -> usize {
+        self.written
+            .iter()
+            .filter(|(when, _, name)| *when > at && name.starts_with("SEND"))
+            .count()
+    }
+}
+
+/// Sets the `request` echo (bytes 200..208 of the reply header) of a reply frame.
+fn with_request_number(reply: &Bytes, request: u64) -> Bytes {
+    let mut frame = BytesMut::from(&reply[..]);
+    frame[200..208].copy_from_slice(&request.to_le_bytes());
+    frame.freeze()
+}
+
+/// A success reply with `body` instead of the body the node made (the size field follows).
+fn with_body(reply: &Bytes, body: &[u8]) -> Bytes {
+    let mut frame = BytesMut::from(&reply[..256]);
+    frame.extend_from_slice(body);
+    let size = u32::try_from(frame.len()).unwrap();
+    frame[48..52].copy_from_slice(&size.to_le_bytes());
+    frame.freeze()
+}
+
+#[test]
+fn a_57_for_ever_is_replayed_within_the_deadline_only_and_the_lane_is_released() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |config| {
+        config.request_timeout = Duration::from_secs(2);
+    });
+    h.send(0);
+    h.cluster.not_committed = usize::MAX;
+    let stuck = h.send(0);
+    let deadline = h.now + Duration::from_secs(2);
+    h.advance_to(Duration::from_secs(12));
+    assert!(
+        matches!(h.outcome(stuck), Err(RequestError::TimedOut { .. })),
+        "{:?}",
+        h.outcome(stuck)
+    );
+    assert_eq!(
+        h.sends_written_after(deadline),
+        0,
+        "nothing is written for a request after its deadline"
+    );
+    let replays = h.sends_written() - 2;
+    assert!(
+        (1..=16).contains(&replays),
+        "{replays} replays in the 2 s before the deadline (doubling from 20 ms)"
+    );
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::ReplaysExhausted { request, .. } if *request == stuck
+    )));
+    // The partition is free again: the next send goes out and succeeds.
+    h.cluster.not_committed = 0;
+    let next = h.send(0);
+    h.advance_to(Duration::from_secs(13));
+    assert!(h.outcome(next).is_ok(), "{:?}", h.outcome(next));
+}
+
+#[test]
+fn a_57_for_ever_runs_out_of_replays_before_a_long_deadline_and_the_outcome_is_unknown() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |config| {
+        config.max_replays = 5;
+    });
+    h.send(0);
+    h.cluster.not_committed = usize::MAX;
+    let stuck = h.send(0);
+    h.advance_to(Duration::from_secs(25));
+    assert!(
+        matches!(
+            h.outcome(stuck),
+            Err(RequestError::OutcomeUnknown { node: Some(_) })
+        ),
+        "{:?}",
+        h.outcome(stuck)
+    );
+    assert_eq!(h.sends_written(), 2 + 5, "two first writes, five replays");
+    assert_eq!(h.router.stats().replays, 5);
+}
+
+#[test]
+fn a_reply_with_another_request_number_is_never_taken_as_a_success() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
+    h.send(0);
+    h.script = Box::new(|name, reply| {
+        if name.starts_with("SEND") {
+            vec![with_request_number(&reply, 999)]
+        } else {
+            vec![reply]
+        }
+    });
+    let stray = h.send(0);
+    assert!(
+        matches!(h.outcome(stray), Err(RequestError::OutcomeUnknown { .. })),
+        "{:?}",
+        h.outcome(stray)
+    );
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::ProtocolViolation {
+            violation: ProtocolViolation::MismatchedReply {
+                got_request: 999,
+                ..
+            },
+            ..
+        }
+    )));
+    assert_eq!(h.router.stats().protocol_violations, 1);
+}
+
+#[test]
+fn an_undecodable_success_body_for_a_send_is_unknown_not_a_success() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
+    h.send(0);
+    h.script = Box::new(|name, reply| {
+        if name.starts_with("SEND") {
+            vec![with_body(&reply, &[0xFF; 7])]
+        } else {
+            vec![reply]
+        }
+    });
+    let garbled = h.send(0);
+    assert!(
+        matches!(h.outcome(garbled), Err(RequestError::OutcomeUnknown { .. })),
+        "{:?}",
+        h.outcome(garbled)
+    );
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::ProtocolViolation {
+            violation: ProtocolViolation::MalformedReply(_),
+            ..
+        }
+    )));
+    // An empty success body is still a success without a confirmation (as in the SDK).
+    h.script = Box::new(|name, reply| {
+        if name.starts_with("SEND") {
+            vec![with_body(&reply, &[])]
+        } else {
+            vec![reply]
+        }
+    });
+    let bare = h.send(0);
+    h.advance_to(Duration::from_secs(1));
+    match h.outcome(bare) {
+        Ok(iggy_route_core::Reply::Sent(receipt)) => assert_eq!(receipt.base_offset, None),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_duplicated_reply_closes_the_link_and_the_next_write_is_never_answered_by_it() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
+    h.send(0);
+    // The node writes each send's reply twice. The first copy answers the send; the second
+    // arrives with nothing in flight.
+    h.script = Box::new(|name, reply| {
+        if name.starts_with("SEND") {
+            vec![reply.clone(), reply]
+        } else {
+            vec![reply]
+        }
+    });
+    let first = h.send(0);
+    assert!(h.outcome(first).is_ok(), "{:?}", h.outcome(first));
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::ProtocolViolation {
+            violation: ProtocolViolation::Unsolicited,
+            ..
+        }
+    )));
+    // The stale copy of a send's reply, delivered while the next send is in flight, has
+    // the previous request number: a mismatch, so the next send is unknown, not a success.
+    let stale: std::rc::Rc<std::cell::RefCell<Option<Bytes>>> = Default::default();
+    let keep = std::rc::Rc::clone(&stale);
+    h.script = Box::new(move |name, reply| {
+        if !name.starts_with("SEND") {
+            return vec![reply];
+        }
+        match keep.borrow_mut().replace(reply.clone()) {
+            Some(previous) => vec![previous],
+            None => vec![reply],
+        }
+    });
+    let second = h.send(0);
+    assert!(h.outcome(second).is_ok());
+    let third = h.send(0);
+    assert!(
+        matches!(h.outcome(third), Err(RequestError::OutcomeUnknown { .. })),
+        "{:?}",
+        h.outcome(third)
+    );
+}
+
+#[test]
+fn a_node_that_accepts_tcp_and_answers_sign_ins_with_garbage_is_redialled_with_growing_waits() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
+    // From now on the node accepts every connection and answers every frame with garbage;
+    // the working session is cut, so each later sign-in meets the garbage.
+    h.script = Box::new(|_, _| vec![Bytes::from(vec![0xAB; 300])]);
+    h.connects.clear();
+    let link = *h.links.keys().next().unwrap();
+    h.router
+        .handle_closed(h.now, link, iggy_route_core::CloseReason::Peer);
+    h.run();
+    h.advance_to(Duration::from_secs(10));
+    let gaps: Vec<Duration> = h.connects.windows(2).map(|w| w[1] - w[0]).collect();
+    // 50 ms doubling to the 2 s cap, each jittered to between half and all of it: about a
+    // dozen dials in 10 s. A TCP connect that reset the count would dial every ~40 ms.
+    assert!(
+        h.connects.len() <= 15,
+        "{} dials in 10 s: {gaps:?}",
+        h.connects.len()
+    );
+    assert!(gaps.len() >= 5, "{gaps:?}");
+    assert!(gaps[4] > gaps[0] * 4, "waits grow: {gaps:?}");
+}
