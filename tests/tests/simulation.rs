@@ -3,6 +3,8 @@
 //! - `SIM_SEEDS=n` runs `n` seeds (default 100) from `SIM_SEED_BASE` (default 0); a long
 //!   sweep splits into chunks, one process per core (see the README's reliability section);
 //! - `SIM_SEED=n` runs only seed `n` (add `SIM_VERBOSE=1` to print its whole trace);
+//! - a sweep of 100 seeds or more must meet every hard case (refusals, unknown outcomes,
+//!   session moves, 57s, stray, duplicated and garbage replies, lying routes) at least once;
 //!
 //! A failure names its seed; `SIM_SEED=<seed> cargo test -p iggy-route-tests --release
 //! --test simulation` replays it exactly.
@@ -36,28 +38,7 @@ fn every_seed_keeps_every_invariant() {
         verbose: std::env::var_os("SIM_VERBOSE").is_some(),
     };
     let started = Instant::now();
-    let mut total = SimReport {
-        seed: 0,
-        steps: 0,
-        simulated: std::time::Duration::ZERO,
-        trace_hash: 0,
-        submitted: 0,
-        rejected: 0,
-        acked: 0,
-        unknown: 0,
-        failed: 0,
-        refusals: 0,
-        returns_after_refusal: 0,
-        session_moves: 0,
-        lane_peak_percent: 0,
-        pending_peak_percent: 0,
-        polls_ok: 0,
-        polled: 0,
-        stores_ok: 0,
-        admin_ok: 0,
-        ops_failed: 0,
-        new_partition_acks: 0,
-    };
+    let mut total = SimReport::default();
     for &seed in &seeds {
         let report = sim::run_with(seed, options);
         if seeds.len() == 1 {
@@ -81,6 +62,14 @@ fn every_seed_keeps_every_invariant() {
         total.admin_ok += report.admin_ok;
         total.ops_failed += report.ops_failed;
         total.new_partition_acks += report.new_partition_acks;
+        total.replays += report.replays;
+        total.protocol_violations += report.protocol_violations;
+        let (sum, one) = (&mut total.adversary, report.adversary);
+        sum.not_committed += one.not_committed;
+        sum.duplicated += one.duplicated;
+        sum.lies += one.lies;
+        sum.garbage += one.garbage;
+        sum.strays += one.strays;
     }
     println!(
         "steps: {}, simulated: {:?}, sends: {} accepted, {} queue-full, {} acked, {} unknown, \
@@ -110,8 +99,50 @@ fn every_seed_keeps_every_invariant() {
         total.ops_failed,
         total.new_partition_acks
     );
+    println!(
+        "adversary: {:?}; replays of 57: {}; protocol violations closed: {}",
+        total.adversary, total.replays, total.protocol_violations
+    );
     println!("seeds: {}", seeds.len());
     iggy_route_tests::error_events::assert_none();
+    if seeds.len() >= COVERAGE_FLOOR_SEEDS {
+        check_coverage(&total);
+    }
+}
+
+/// A sweep of at least this many seeds must have met every hard case at least once, so
+/// that the simulation cannot quietly stop producing the faults it exists to test.
+const COVERAGE_FLOOR_SEEDS: usize = 100;
+
+fn check_coverage(total: &SimReport) {
+    let met = [
+        ("refusals (58)", total.refusals),
+        ("unknown outcomes", total.unknown),
+        ("session moves", total.session_moves),
+        ("57s answered", total.adversary.not_committed),
+        ("replays of a 57", total.replays),
+        ("stray replies", total.adversary.strays),
+        ("duplicated replies", total.adversary.duplicated),
+        ("lying route answers", total.adversary.lies),
+        ("garbage answers", total.adversary.garbage),
+        (
+            "links closed for a protocol violation",
+            total.protocol_violations,
+        ),
+        (
+            "refused batches sent again after news",
+            total.returns_after_refusal,
+        ),
+    ];
+    let missing: Vec<&str> = met
+        .iter()
+        .filter(|(_, count)| *count == 0)
+        .map(|(name, _)| *name)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the sweep never met: {missing:?}; the simulation has degenerated"
+    );
 }
 
 #[test]

@@ -143,9 +143,15 @@ impl Link {
     }
 
     /// Writes this link's header over the first 256 bytes of `frame` (a placeholder the
-    /// body was encoded after, so the body is never copied). Replicated operations consume
-    /// a request number; reads carry the current one without consuming it, and a login
-    /// carries 0 (protocol §3.3).
+    /// body was encoded after, so the body is never copied). A login carries 0 (protocol
+    /// §3.3); every other exchange, reads included, takes the next request number.
+    ///
+    /// The SDK lets reads carry the current number without taking it, so two reads in a
+    /// row share one and a late or duplicated reply to the first would pass for the
+    /// second's. The server uses a read's number for nothing but the echo (the
+    /// non-replicated path), and the metadata plane's client table allows gaps between
+    /// replicated numbers, so a number per exchange costs nothing and lets every reply be
+    /// matched to its request.
     pub(crate) fn seal(
         &mut self,
         operation: Operation,
@@ -154,8 +160,6 @@ impl Link {
     ) -> (Bytes, Sealed) {
         let (session, request) = if operation == Operation::Register {
             (0, 0)
-        } else if operation == Operation::NonReplicated {
-            (self.session, self.request_counter)
         } else {
             let request = self.request_counter;
             self.request_counter += 1;

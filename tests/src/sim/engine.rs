@@ -258,7 +258,7 @@ impl Simulation {
                 let node = self.network.node_of(id).unwrap_or(usize::MAX);
                 self.trace_conn(id, format_args!("to n{node} {}B", bytes.len()));
                 let micros = EPOCH_MICROS + self.now.as_micros() as u64;
-                let received = self.nodes.receive(id, &bytes, micros);
+                let received = self.nodes.receive(id, &bytes, self.now, micros);
                 let reply_at = self.now + self.nodes.reply_delay(node);
                 for reply in received.replies {
                     self.network.reply(reply_at, id, reply);
@@ -270,6 +270,12 @@ impl Simulation {
             }
             Delivery::ToRouter(id, bytes) => {
                 self.trace_conn(id, format_args!("read {}B", bytes.len()));
+                // A link that ends on what its node answered before the login succeeded (a
+                // garbage or stray answer) is a failed attempt to reach that node, after
+                // which the session may move.
+                if let Some(node) = self.wiretap.unsigned_node(id.router, id.link) {
+                    self.connect_failed_node = Some(node);
+                }
                 self.wiretap.read(id.router, id.link, &bytes, self.now);
                 self.routers[id.router].handle_read(now, id.link, &bytes);
                 self.drain(id.router, false);
@@ -321,6 +327,20 @@ impl Simulation {
             Fault::MoveLeader(node) => self.nodes.state.set_metadata_leader(node),
             Fault::SlowNode { node, delay } => self.nodes.set_reply_delay(node, delay),
             Fault::RoutingCommands(enabled) => self.nodes.state.set_routing_commands(enabled),
+            Fault::Misbehave {
+                node,
+                behaviour,
+                lasts,
+            } => self.nodes.adversary.set(node, behaviour, self.now + lasts),
+            Fault::StrayReply { pick } => {
+                let established = self.network.established();
+                if !established.is_empty() {
+                    let id = established[(pick % established.len() as u64) as usize];
+                    let stray = self.nodes.adversary.stray_reply(pick);
+                    self.trace_conn(id, format_args!("stray reply"));
+                    self.network.reply(self.now, id, stray);
+                }
+            }
         }
     }
 
@@ -390,6 +410,13 @@ impl Simulation {
             admin_ok: ops.admin_ok,
             ops_failed: ops.failed,
             new_partition_acks: ops.new_partition_acks,
+            adversary: self.nodes.adversary.counts,
+            replays: self.routers.iter().map(|r| r.stats().replays).sum(),
+            protocol_violations: self
+                .routers
+                .iter()
+                .map(|r| r.stats().protocol_violations)
+                .sum(),
         }
     }
 }

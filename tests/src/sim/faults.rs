@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::adversary::Misbehaviour;
 use super::rng::SimRng;
 use super::scenario::{NODES, PARTITIONS, Scenario};
 
@@ -40,6 +41,20 @@ pub enum Fault {
     },
     /// Serve (true) or refuse with `InvalidCommand` (false) the routing commands.
     RoutingCommands(bool),
+    /// A node misbehaves for a while (see `adversary.rs`).
+    Misbehave {
+        /// The node.
+        node: usize,
+        /// What it does.
+        behaviour: Misbehaviour,
+        /// For how long (past the end of the run: for ever).
+        lasts: Duration,
+    },
+    /// A reply to a request never sent, on one established connection chosen by `pick`.
+    StrayReply {
+        /// Chooses the connection (and the stray's request number).
+        pick: u64,
+    },
 }
 
 /// Faults in time order.
@@ -112,6 +127,7 @@ impl FaultSchedule {
             }
             at += rng.duration(gap_min, gap_max);
         }
+        adversarial_faults(scenario, until, &mut faults);
         // A stable sort keeps a stop before a restart scheduled for the same instant.
         faults.sort_by_key(|(at, _)| *at);
         Self {
@@ -136,5 +152,53 @@ impl FaultSchedule {
     /// Faults still to come.
     pub fn remaining(&self) -> usize {
         self.faults.len()
+    }
+}
+
+/// The adversarial faults, drawn from a stream of their own so that the honest schedule of
+/// a seed stays what it was: in about half the seeds, a few misbehaving nodes (one of them
+/// at a time, each for a while, and now and then for the rest of the run) and stray
+/// replies.
+fn adversarial_faults(scenario: &Scenario, until: Duration, faults: &mut Vec<(Duration, Fault)>) {
+    let mut rng = SimRng::new(scenario.seed, 0xAD7E_5A41);
+    if scenario.fault_gap().is_none() || !rng.chance(50) {
+        return;
+    }
+    let mut at = rng.duration(Duration::from_millis(100), Duration::from_millis(800));
+    let mut busy_until = Duration::ZERO;
+    while at < until {
+        match rng.range(0, 9) {
+            0..=2 => faults.push((
+                at,
+                Fault::StrayReply {
+                    pick: rng.next_u64(),
+                },
+            )),
+            kind if at >= busy_until => {
+                let behaviour = match kind {
+                    3 | 4 => Misbehaviour::NotCommitted,
+                    5 | 6 => Misbehaviour::LyingRoutes,
+                    7 => Misbehaviour::DuplicateReplies,
+                    _ => Misbehaviour::Garbage,
+                };
+                let lasts = if rng.chance(5) {
+                    // For ever: past any run's horizon.
+                    Duration::from_secs(3_600)
+                } else {
+                    rng.duration(Duration::from_millis(20), Duration::from_millis(1_500))
+                };
+                faults.push((
+                    at,
+                    Fault::Misbehave {
+                        node: rng.index(NODES),
+                        behaviour,
+                        lasts,
+                    },
+                ));
+                busy_until = at + lasts.min(Duration::from_secs(2));
+            }
+            _ => {}
+        }
+        at += rng.duration(Duration::from_millis(100), Duration::from_millis(900));
     }
 }

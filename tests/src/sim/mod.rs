@@ -17,6 +17,7 @@
 //! replays the run exactly. Everything is bounded: the steps of a run, the simulated time,
 //! the workload and the fault schedule.
 
+pub mod adversary;
 mod drain;
 mod engine;
 pub mod faults;
@@ -35,7 +36,7 @@ pub mod workload;
 use std::time::Duration;
 
 /// What one seed did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SimReport {
     /// The seed.
     pub seed: u64,
@@ -77,6 +78,12 @@ pub struct SimReport {
     pub ops_failed: u64,
     /// Acked sends to the partition added during the run.
     pub new_partition_acks: u64,
+    /// What the adversarial nodes did.
+    pub adversary: adversary::AdversaryCounts,
+    /// Frames the routers wrote again after a 57.
+    pub replays: u64,
+    /// Links the routers closed because a node broke the protocol.
+    pub protocol_violations: u64,
 }
 
 /// How to run a seed.

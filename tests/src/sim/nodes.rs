@@ -13,6 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use iggy_route_core::wire::{DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder};
 
+use super::adversary::{Adversary, Verdict};
 use super::network::ConnId;
 use crate::cluster::{ClusterConfig, ClusterState, Lookup, NodeConnection};
 
@@ -54,6 +55,10 @@ pub struct SimNodes {
     /// Extra delay before each reply of a node (a slow node); the request is handled at once.
     reply_delay: Vec<Duration>,
     conns: BTreeMap<ConnId, ServerConn>,
+    /// What the nodes do that an honest model would not (see `adversary.rs`).
+    pub adversary: Adversary,
+    /// The workload's topic, once created: whose partitions a not-committing node leads.
+    topic: Option<SimTopic>,
 }
 
 /// The stream, topic and partition count the workload writes to.
@@ -83,6 +88,8 @@ impl SimNodes {
             running: vec![true; nodes],
             reply_delay: vec![Duration::ZERO; nodes],
             conns: BTreeMap::new(),
+            adversary: Adversary::new(nodes),
+            topic: None,
         }
     }
 
@@ -119,6 +126,7 @@ impl SimNodes {
         for (partition, &node) in (0u32..).zip(primaries) {
             self.set_primary(created, partition, node);
         }
+        self.topic = Some(created);
         created
     }
 
@@ -169,9 +177,17 @@ impl SimNodes {
         true
     }
 
-    /// Bytes arrived on `id`; `now_micros` is the model's clock for the timestamps.
-    pub fn receive(&mut self, id: ConnId, mut bytes: &[u8], now_micros: u64) -> Received {
+    /// Bytes arrived on `id` at simulated time `now`; `now_micros` is the model's clock for
+    /// the timestamps.
+    pub fn receive(
+        &mut self,
+        id: ConnId,
+        mut bytes: &[u8],
+        now: Duration,
+        now_micros: u64,
+    ) -> Received {
         let mut received = Received::default();
+        let nodes = self.count();
         let Some(conn) = self.conns.get_mut(&id) else {
             return received;
         };
@@ -181,8 +197,30 @@ impl SimNodes {
             match conn.decoder.decode(&mut bytes) {
                 Ok(Some(Frame::Request { header, body })) => {
                     let node = conn.node;
+                    let (state, topic) = (&self.state, self.topic);
+                    let leads = |partition: u32| {
+                        topic.is_some_and(|topic| {
+                            state
+                                .catalog
+                                .partition(
+                                    Lookup::Id(topic.stream),
+                                    Lookup::Id(topic.topic),
+                                    partition,
+                                )
+                                .is_ok_and(|found| found.primary == node)
+                        })
+                    };
+                    if let Verdict::Instead(reply) =
+                        self.adversary.before(node, now, &header, &body, leads)
+                    {
+                        received.replies.push(reply);
+                        continue;
+                    }
                     match conn.model.handle(&mut self.state, node, header, body) {
-                        Some(reply) => received.replies.push(reply),
+                        Some(reply) => {
+                            let reply = self.adversary.reply(node, nodes, now, &header, reply);
+                            received.replies.push(reply);
+                        }
                         None => {
                             received.close = true;
                             return received;
