@@ -52,7 +52,8 @@ pub mod router;
 pub mod routing;
 
 pub use config::{
-    AddressProblem, Config, ConnectionStringError, Credentials, CredentialsProblem, Delivery,
+    AddressProblem, Config, ConfigBuilder, ConfigError, ConnectionStringError, Credentials,
+    CredentialsProblem, Delivery,
 };
 pub use event::{Event, LinkRole, ProtocolViolation, Stats};
 pub use ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};

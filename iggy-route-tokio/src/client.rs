@@ -38,6 +38,7 @@ impl Client {
     /// # Panics
     /// Outside a tokio runtime (the driver task is spawned on the current one).
     pub async fn connect(config: Config) -> Result<Client, ClientError> {
+        config.validate()?;
         let budget = config.connect_timeout * CONNECT_ATTEMPTS;
         let router = Router::new(config, entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel(COMMAND_QUEUE_LEN);

@@ -5,7 +5,7 @@ use std::io;
 use std::time::Duration;
 
 use crate::wire::WireError;
-use crate::{ConnectionStringError, RequestError, SubmitError};
+use crate::{ConfigError, ConnectionStringError, RequestError, SubmitError};
 
 /// Why a client operation failed. Credentials never appear in it.
 #[derive(Debug, thiserror::Error)]
@@ -14,10 +14,22 @@ pub enum ClientError {
     /// The request was accepted and ended without success (server error, timeout, outcome
     /// unknown, sign-in refused, shut down, ...).
     #[error(transparent)]
-    Request(#[from] RequestError),
-    /// The router refused the request before sending anything (queue full, frame too large).
+    Request(RequestError),
+    /// The router refused the request before sending anything (frame too large, empty
+    /// batch, ...).
     #[error(transparent)]
-    Submit(#[from] SubmitError),
+    Submit(SubmitError),
+    /// Too many requests were waiting (in all, or for the request's partition): nothing
+    /// was sent. One variant whether the router said so at once or after the request
+    /// waited for its topic's partition count.
+    #[error("queue full: {limit} requests pending")]
+    QueueFull {
+        /// The limit that was hit.
+        limit: usize,
+    },
+    /// The configuration was not accepted.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// The client's own machinery failed (spawning its task or thread, or for the blocking
     /// client its poller or waker).
     #[error("i/o error: {0}")]
@@ -43,6 +55,35 @@ pub enum ClientError {
     /// The client was shut down.
     #[error("client shut down")]
     Closed,
+}
+
+impl From<RequestError> for ClientError {
+    fn from(error: RequestError) -> Self {
+        match error {
+            RequestError::QueueFull { limit } => Self::QueueFull { limit },
+            other @ (RequestError::TimedOut { .. }
+            | RequestError::OutcomeUnknown { .. }
+            | RequestError::Server { .. }
+            | RequestError::TopicNotFound { .. }
+            | RequestError::PartitionOutOfRange { .. }
+            | RequestError::NoRoute { .. }
+            | RequestError::SignIn { .. }
+            | RequestError::Malformed(_)
+            | RequestError::Shutdown) => Self::Request(other),
+        }
+    }
+}
+
+impl From<SubmitError> for ClientError {
+    fn from(error: SubmitError) -> Self {
+        match error {
+            SubmitError::QueueFull { limit } => Self::QueueFull { limit },
+            other @ (SubmitError::FrameTooLarge { .. }
+            | SubmitError::EmptyBatch
+            | SubmitError::Invalid(_)
+            | SubmitError::Closed) => Self::Submit(other),
+        }
+    }
 }
 
 /// Numeric identifiers convert without failing; this lets `u32` and `Identifier` arguments

@@ -264,3 +264,20 @@ fn session_signal_answers_on_the_coordinator_link_or_a_fatal_refusal_only() {
         "a passing refusal keeps waiting"
     );
 }
+
+#[test]
+fn queue_full_is_one_variant_whether_refused_at_submit_or_after_waiting() {
+    use crate::{RequestError, SubmitError};
+    assert!(matches!(
+        ClientError::from(SubmitError::QueueFull { limit: 3 }),
+        ClientError::QueueFull { limit: 3 }
+    ));
+    assert!(matches!(
+        ClientError::from(RequestError::QueueFull { limit: 4 }),
+        ClientError::QueueFull { limit: 4 }
+    ));
+    assert!(matches!(
+        ClientError::from(SubmitError::EmptyBatch),
+        ClientError::Submit(SubmitError::EmptyBatch)
+    ));
+}

@@ -8,8 +8,10 @@ use crate::wire::Password;
 
 mod connection_string;
 mod duration;
+mod validate;
 
 pub use connection_string::{AddressProblem, ConnectionStringError, CredentialsProblem};
+pub use validate::{ConfigBuilder, ConfigError};
 
 /// How to sign in. The secret never appears in `Debug` output or logs.
 #[derive(Clone, PartialEq, Eq)]
