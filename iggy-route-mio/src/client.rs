@@ -13,6 +13,7 @@ use iggy_route_core::{Config, PollRequest, Reply, Request, Router, SendReceipt, 
 use mio::{Poll, Waker};
 
 use crate::io_loop::{Command, IoLoop, WAKER};
+use crate::resolve::{Lookup, Resolver, system_lookup};
 
 /// `connect` waits this many connect timeouts for the session to sign in.
 const CONNECT_ATTEMPTS: u32 = 3;
@@ -29,7 +30,8 @@ pub struct Client {
 #[derive(Debug)]
 struct Shared {
     commands: mpsc::Sender<Command>,
-    waker: Waker,
+    /// Shared with the I/O thread's name lookups (mio allows one waker per poll).
+    waker: Arc<Waker>,
     stats: Arc<Mutex<Stats>>,
     io_thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -61,9 +63,15 @@ impl Client {
     /// within a few `config.connect_timeout`s, and with `RequestError::SignIn` when the
     /// credentials were refused.
     pub fn connect(config: Config) -> Result<Client, ClientError> {
+        config.validate()?;
+        Self::start(config, system_lookup())
+    }
+
+    /// [`Client::connect`] with the name lookup given (tests use slow or scripted ones).
+    pub(crate) fn start(config: Config, lookup: Lookup) -> Result<Client, ClientError> {
         let budget = config.connect_timeout * CONNECT_ATTEMPTS;
         let poll = Poll::new()?;
-        let waker = Waker::new(poll.registry(), WAKER)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let router = Router::new(config, entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel();
         let stats = Arc::new(Mutex::new(Stats::default()));
@@ -71,6 +79,7 @@ impl Client {
         let io_loop = IoLoop::new(
             poll,
             router,
+            Resolver::new(lookup, Arc::clone(&waker)),
             command_queue,
             Arc::clone(&stats),
             session_ready,

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::mpsc::{self, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -14,13 +14,14 @@ use iggy_route_core::{
     CloseReason, ConnectError, LinkId, Output, Reply, Request, RequestId, Router, Stats,
 };
 use mio::event::Event as Readiness;
-use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Poll, Token};
 use tracing::{debug, debug_span, error};
 
 use crate::connection::{ConnectState, Connection};
+use crate::resolve::{Resolution, Resolver};
 
-/// The token of the waker that announces commands.
+/// The token of the waker that announces commands and finished name lookups (mio allows
+/// one waker per poll, so both share it).
 pub(crate) const WAKER: Token = Token(usize::MAX);
 
 /// Commands taken per wake-up, so a flood of requests cannot starve the sockets.
@@ -46,6 +47,9 @@ pub(crate) struct IoLoop {
     poll: Poll,
     router: Router,
     connections: HashMap<LinkId, Connection>,
+    /// Links whose address is being looked up, with their spans; no socket yet.
+    resolving: HashMap<LinkId, tracing::Span>,
+    resolver: Resolver,
     pending: HashMap<RequestId, ReplySender>,
     commands: mpsc::Receiver<Command>,
     stats: Arc<Mutex<Stats>>,
@@ -58,6 +62,7 @@ impl IoLoop {
     pub(crate) fn new(
         poll: Poll,
         router: Router,
+        resolver: Resolver,
         commands: mpsc::Receiver<Command>,
         stats: Arc<Mutex<Stats>>,
         session_ready: mpsc::Sender<Result<(), ClientError>>,
@@ -66,6 +71,8 @@ impl IoLoop {
             poll,
             router,
             connections: HashMap::new(),
+            resolving: HashMap::new(),
+            resolver,
             pending: HashMap::new(),
             commands,
             stats,
@@ -104,6 +111,7 @@ impl IoLoop {
                 }
             }
             if woken {
+                self.take_resolved();
                 match self.take_commands() {
                     Some(more) => commands_left = more,
                     None => return,
@@ -162,7 +170,17 @@ impl IoLoop {
                     self.router.handle_connected(Instant::now(), link);
                     self.drain();
                 }
-                ConnectState::Failed(error) => {
+                ConnectState::Failed(mut error) => {
+                    // The name may have resolved to more addresses: try the next one
+                    // before telling the router (the token is the link's, as before).
+                    match connection.dial_next(self.poll.registry(), readiness.token()) {
+                        Ok(true) => {
+                            debug!(%error, "connect failed; trying the next address");
+                            return;
+                        }
+                        Ok(false) => {}
+                        Err(next) => error = next,
+                    }
                     debug!(%error, "connect failed");
                     self.forget(link);
                     let reason = connect_error(&error);
@@ -260,38 +278,70 @@ impl IoLoop {
         *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = stats;
     }
 
-    /// Starts a non-blocking connect. A failure to even start is reported at once (inside
-    /// the drain, which then carries on with what it queues).
+    /// Starts a link's connect: at once for a numeric address, after the lookup for a name
+    /// (which runs off this thread, see `resolve`). A failure to even start is reported at
+    /// once (inside the drain, which then carries on with what it queues).
     fn connect(&mut self, link: LinkId, node: iggy_route_core::NodeId, addr: &str) {
         let span = debug_span!("link", %link, %node, %addr);
-        let started = resolve(addr).and_then(|socket_addr| {
-            let mut stream = TcpStream::connect(socket_addr).map_err(|e| connect_error(&e))?;
-            let token = usize::try_from(link.0)
-                .map(Token)
-                .map_err(|_| ConnectError::Other("link id exceeds the token space".into()))?;
-            let interest = Interest::READABLE | Interest::WRITABLE;
-            self.poll
-                .registry()
-                .register(&mut stream, token, interest)
-                .map_err(|e| ConnectError::Other(e.to_string()))?;
-            Ok(Connection::new(stream, interest, span.clone()))
-        });
-        match started {
-            Ok(connection) => {
-                self.connections.insert(link, connection);
+        match self.resolver.resolve(link, addr) {
+            Ok(Resolution::Ready(addrs)) => self.dial(link, addrs, span),
+            Ok(Resolution::Pending) => {
+                span.in_scope(|| debug!("looking the name up"));
+                self.resolving.insert(link, span);
             }
-            Err(reason) => {
-                span.in_scope(|| debug!(%reason, "connect failed to start"));
-                self.router
-                    .handle_connect_failed(Instant::now(), link, reason);
-            }
+            Err(reason) => self.connect_failed_to_start(link, &span, reason),
         }
     }
 
-    /// Drops a link's socket (closing it). The router has forgotten or is told separately.
+    /// Lookups that finished: their links connect, or fail with `ConnectError::Resolve`.
+    /// Links the router closed meanwhile are no longer in `resolving` and are skipped.
+    fn take_resolved(&mut self) {
+        for (link, resolved) in self.resolver.take_done() {
+            let Some(span) = self.resolving.remove(&link) else {
+                continue;
+            };
+            match resolved {
+                Ok(addrs) => self.dial(link, addrs, span),
+                Err(reason) => self.connect_failed_to_start(link, &span, reason),
+            }
+            self.drain();
+        }
+    }
+
+    /// Starts a non-blocking connect to the first address that takes one; the others are
+    /// tried in turn if it fails (see `socket_ready`).
+    fn dial(&mut self, link: LinkId, addrs: Vec<SocketAddr>, span: tracing::Span) {
+        let Ok(token) = usize::try_from(link.0).map(Token) else {
+            let reason = ConnectError::Other("link id exceeds the token space".into());
+            return self.connect_failed_to_start(link, &span, reason);
+        };
+        match Connection::dial(addrs, self.poll.registry(), token, span.clone()) {
+            Ok(connection) => {
+                self.connections.insert(link, connection);
+            }
+            Err(error) => self.connect_failed_to_start(link, &span, connect_error(&error)),
+        }
+    }
+
+    fn connect_failed_to_start(
+        &mut self,
+        link: LinkId,
+        span: &tracing::Span,
+        reason: ConnectError,
+    ) {
+        span.in_scope(|| debug!(%reason, "connect failed to start"));
+        self.router
+            .handle_connect_failed(Instant::now(), link, reason);
+    }
+
+    /// Drops a link's socket (closing it), or its interest in a lookup in progress. The
+    /// router has forgotten it or is told separately.
     fn forget(&mut self, link: LinkId) {
         if let Some(mut connection) = self.connections.remove(&link) {
             let _ = self.poll.registry().deregister(&mut connection.stream);
+        }
+        if self.resolving.remove(&link).is_some() {
+            self.resolver.cancel(link);
         }
     }
 
@@ -331,12 +381,4 @@ impl IoLoop {
         // Anything left was never accepted by the router; its caller sees `Closed`.
         self.pending.clear();
     }
-}
-
-/// The core hands out `host:port` strings; resolving them is the transport's job.
-fn resolve(addr: &str) -> Result<SocketAddr, ConnectError> {
-    addr.to_socket_addrs()
-        .ok()
-        .and_then(|mut addrs| addrs.next())
-        .ok_or(ConnectError::Resolve)
 }

@@ -34,6 +34,9 @@
 mod client;
 mod connection;
 mod io_loop;
+mod resolve;
+#[cfg(test)]
+mod tests;
 
 pub use client::Client;
 pub use iggy_route_core::client::ClientError;

@@ -4,4 +4,5 @@
 pub mod cluster;
 pub mod demo;
 pub mod error_events;
+pub mod scripted;
 pub mod sim;

@@ -1,0 +1,687 @@
+//! A scripted single Iggy node for adversarial adapter tests.
+//!
+//! [`ScriptedNode`] listens on a loopback address and speaks just enough of protocol 0.11.0
+//! for a router to sign in, read the roster (which names only this node), read topic 1/1,
+//! look routes up (103, or `InvalidCommand`), send and ping. Unlike the test cluster it does
+//! nothing clever with state; instead each test scripts how it misbehaves on the wire: how
+//! replies are written ([`Delivery`]), how requests are read ([`Reading`]), and one-shot
+//! [`Fault`]s on the next replies of one command ([`On`]).
+//!
+//! It runs on plain threads (one to accept, one per connection) with blocking sockets, so a
+//! script can write a byte, sleep, and close at exactly the point it wants, whatever runtime
+//! the client under test uses. Every wait in it is bounded by short socket timeouts, and
+//! dropping it stops every thread.
+
+// Requests are matched by command code, and every command this node does not know gets the
+// same `InvalidCommand`: listing the operations it never sees would say nothing more.
+#![allow(clippy::wildcard_enum_match_arm)]
+
+pub mod clients;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{
+    ClusterMetadata, ClusterNode, ConsumerSession, ErrorCode, Frame, FrameDecoder, GetTopicRequest,
+    Identifier, LoginRegisterReply, Name, NodeRole, NodeStatus, Operation, PROTOCOL_VERSION,
+    PartitionInfo, PollMessagesRequest, PollRouting, ReplyHeader, RequestHeader, SendConfirmation,
+    SendMessagesReply, SendMessagesRequest, TopicDetails, TopicSummary, code, put_result_ok,
+};
+
+/// The offset every bogus send confirmation carries, far above anything the node assigns,
+/// so a test can tell a reply to nothing from a real one.
+pub const BOGUS_OFFSET: u64 = 0x0BAD_0000_0000;
+
+/// The name of the one topic (stream 1, topic 1); a bogus topic reply says "bogus".
+pub const TOPIC_NAME: &str = "t";
+
+/// How often blocked threads look at the stop flag.
+const STOP_CHECK: Duration = Duration::from_millis(20);
+
+/// Largest request frame the node reads (the router's default cap).
+const MAX_REQUEST_FRAME: u32 = 64 * 1024 * 1024;
+
+/// How the node writes its replies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// One write per reply.
+    Whole,
+    /// One write per byte, with a short pause after each, so the client reads them apart.
+    ByteAtATime,
+    /// Two writes per reply: the first `n` bytes, a pause, then the rest.
+    SplitAt(usize),
+}
+
+/// How the node reads the client's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Reads of up to 64 KiB, no pause.
+    Normal,
+    /// Reads of at most `chunk` bytes, with `pause` after each.
+    Slow {
+        /// Largest read.
+        chunk: usize,
+        /// Pause after each read.
+        pause: Duration,
+    },
+}
+
+/// The command a fault applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum On {
+    /// `SEND_MESSAGES` (101).
+    Send,
+    /// `GET_TOPIC` (300).
+    GetTopic,
+}
+
+/// One misbehaviour, applied to the reply to one request (the request itself is served:
+/// a send is stored, as a real node that failed after committing would have stored it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Write the first half of the reply, then close the connection.
+    CloseMidFrame,
+    /// Write a reply header announcing a frame of `size` bytes and 16 bytes of body, then
+    /// keep the connection open and read on: the client has to end it.
+    AnnounceSize(u32),
+    /// Write the reply and, in the same write, a second reply frame to the same request
+    /// with a bogus body.
+    TrailingFrame,
+    /// Write the reply followed, in the same write, by 13 bytes that begin no frame.
+    TrailingJunk,
+    /// Write the reply; once the next request arrives on this connection, write a bogus
+    /// copy of the old reply (its request number) ahead of the real answer, as a late
+    /// duplicate would arrive.
+    StaleBeforeNextReply,
+}
+
+/// What the node has seen. Counters only grow.
+#[derive(Debug, Clone, Default)]
+pub struct NodeStats {
+    /// Connections accepted.
+    pub connections: usize,
+    /// Connections the client closed (EOF or reset seen by the node).
+    pub closed_by_client: usize,
+    /// Requests by command code (login counted as `LOGIN_REGISTER`).
+    pub requests: BTreeMap<u32, usize>,
+    /// Faults carried out.
+    pub faults: usize,
+}
+
+impl NodeStats {
+    /// Requests of one command code.
+    pub fn requests(&self, code: u32) -> usize {
+        self.requests.get(&code).copied().unwrap_or(0)
+    }
+}
+
+/// One batch the node stored, in arrival order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredBatch {
+    /// The partition.
+    pub partition: u32,
+    /// The offset assigned to its first message.
+    pub base_offset: u64,
+    /// Its messages' payloads.
+    pub payloads: Vec<Bytes>,
+}
+
+#[derive(Debug)]
+struct Script {
+    delivery: Delivery,
+    reading: Reading,
+    routing_commands: bool,
+    /// The `ip` the roster and routes name for this node.
+    roster_host: String,
+    partitions: u32,
+    faults: VecDeque<(On, Fault)>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    next_session: u64,
+    offsets: BTreeMap<u32, u64>,
+    stored: Vec<StoredBatch>,
+    stats: NodeStats,
+}
+
+#[derive(Debug)]
+struct Shared {
+    addr: SocketAddr,
+    script: Mutex<Script>,
+    state: Mutex<State>,
+    stop: AtomicBool,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Shared {
+    fn script(&self) -> MutexGuard<'_, Script> {
+        self.script.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// A one-node Iggy server whose wire behaviour a test scripts. See the module docs.
+#[derive(Debug)]
+pub struct ScriptedNode {
+    shared: Arc<Shared>,
+}
+
+impl ScriptedNode {
+    /// A node on `127.0.0.1`, port chosen by the OS, topic 1/1 with 3 partitions.
+    pub fn start() -> ScriptedNode {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        Self::start_on(addr).unwrap_or_else(|error| panic!("bind {addr}: {error}"))
+    }
+
+    /// A node on `addr` (a loopback address; port 0 picks one).
+    pub fn start_on(addr: SocketAddr) -> io::Result<ScriptedNode> {
+        assert!(
+            addr.ip().is_loopback(),
+            "the scripted node binds loopback only"
+        );
+        let listener = TcpListener::bind(addr)?;
+        // Non-blocking, so the accept thread can look at the stop flag between polls.
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            addr,
+            script: Mutex::new(Script {
+                delivery: Delivery::Whole,
+                reading: Reading::Normal,
+                routing_commands: true,
+                roster_host: addr.ip().to_string(),
+                partitions: 3,
+                faults: VecDeque::new(),
+            }),
+            state: Mutex::new(State {
+                next_session: 100,
+                ..State::default()
+            }),
+            stop: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+        });
+        let accepting = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("scripted-accept".to_owned())
+            .spawn(move || accept_loop(&accepting, &listener))?;
+        push_thread(&shared, thread);
+        Ok(ScriptedNode { shared })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.shared.addr
+    }
+
+    /// The address as a seed, `ip:port` (IPv6 in brackets).
+    pub fn seed(&self) -> String {
+        self.shared.addr.to_string()
+    }
+
+    /// How replies are written from now on.
+    pub fn set_delivery(&self, delivery: Delivery) {
+        self.shared.script().delivery = delivery;
+    }
+
+    /// How requests are read from now on.
+    pub fn set_reading(&self, reading: Reading) {
+        self.shared.script().reading = reading;
+    }
+
+    /// Whether 103 is answered (true) or refused with `InvalidCommand`, as servers built
+    /// before the routing commands do.
+    pub fn set_routing_commands(&self, supported: bool) {
+        self.shared.script().routing_commands = supported;
+    }
+
+    /// The host the roster and route answers name for this node (default: its IP).
+    pub fn set_roster_host(&self, host: &str) {
+        self.shared.script().roster_host = host.to_owned();
+    }
+
+    /// Applies `fault` to the replies of the next `times` requests of command `on`.
+    pub fn inject(&self, on: On, fault: Fault, times: usize) {
+        let mut script = self.shared.script();
+        for _ in 0..times {
+            script.faults.push_back((on, fault));
+        }
+    }
+
+    /// Faults injected and not carried out yet.
+    pub fn faults_left(&self) -> usize {
+        self.shared.script().faults.len()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> NodeStats {
+        self.shared.state().stats.clone()
+    }
+
+    /// Every batch stored, in arrival order.
+    pub fn stored(&self) -> Vec<StoredBatch> {
+        self.shared.state().stored.clone()
+    }
+
+    /// The length of the node's `GET_TOPIC` reply frame (header and body).
+    pub fn topic_reply_len(&self) -> usize {
+        let partitions = self.shared.script().partitions;
+        let mut body = BytesMut::new();
+        topic(TOPIC_NAME, partitions).encode(&mut body);
+        iggy_route_core::wire::HEADER_SIZE + body.len()
+    }
+
+    /// Stops accepting, closes every connection and joins every thread.
+    pub fn shutdown(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        loop {
+            let threads = std::mem::take(
+                &mut *self
+                    .shared
+                    .threads
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+            if threads.is_empty() {
+                return;
+            }
+            for thread in threads {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+impl Drop for ScriptedNode {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn push_thread(shared: &Shared, thread: JoinHandle<()>) {
+    shared
+        .threads
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(thread);
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
+    while !shared.stopped() {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                shared.state().stats.connections += 1;
+                let serving = Arc::clone(shared);
+                let spawned = std::thread::Builder::new()
+                    .name("scripted-conn".to_owned())
+                    .spawn(move || serve(&serving, stream));
+                match spawned {
+                    Ok(thread) => push_thread(shared, thread),
+                    Err(error) => panic!("scripted node: spawn: {error}"),
+                }
+            }
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+}
+
+/// One connection: read frames (as the script says), answer each in order.
+fn serve(shared: &Shared, mut stream: TcpStream) {
+    // The accepted socket may inherit the listener's non-blocking mode on some systems.
+    // A write timeout too: a client that stops reading must not keep the node from stopping.
+    if stream.set_nonblocking(false).is_err()
+        || stream.set_read_timeout(Some(STOP_CHECK)).is_err()
+        || stream
+            .set_write_timeout(Some(Duration::from_secs(2)))
+            .is_err()
+    {
+        return;
+    }
+    let _ = stream.set_nodelay(true);
+    let mut decoder = FrameDecoder::new(MAX_REQUEST_FRAME);
+    let mut buffer = vec![0u8; 64 * 1024];
+    // A late duplicate waiting for the next request (`Fault::StaleBeforeNextReply`).
+    let mut stale: Option<Bytes> = None;
+    while !shared.stopped() {
+        let reading = shared.script().reading;
+        let limit = match reading {
+            Reading::Normal => buffer.len(),
+            Reading::Slow { chunk, .. } => chunk.clamp(1, buffer.len()),
+        };
+        let read = match stream.read(&mut buffer[..limit]) {
+            Ok(0) => {
+                shared.state().stats.closed_by_client += 1;
+                return;
+            }
+            Ok(read) => read,
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue;
+            }
+            Err(_) => {
+                shared.state().stats.closed_by_client += 1;
+                return;
+            }
+        };
+        if let Reading::Slow { pause, .. } = reading {
+            std::thread::sleep(pause);
+        }
+        let mut input = &buffer[..read];
+        loop {
+            match decoder.decode(&mut input) {
+                Ok(Some(Frame::Request { header, body })) => {
+                    if answer(shared, &mut stream, &header, &body, &mut stale).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => break,
+                // A client that sends replies or bytes that are no frame is not what these
+                // tests are about: drop the connection, as the server would.
+                Ok(Some(_)) | Err(_) => return,
+            }
+        }
+    }
+}
+
+/// Serves one request and writes its reply, faults included. `Err` ends the connection.
+fn answer(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    header: &RequestHeader,
+    body: &[u8],
+    stale: &mut Option<Bytes>,
+) -> io::Result<()> {
+    let command = command_of(header);
+    shared
+        .state()
+        .stats
+        .requests
+        .entry(command)
+        .and_modify(|n| *n += 1)
+        .or_insert(1);
+    let reply = reply_to(shared, header, body);
+    let on = match command {
+        code::SEND_MESSAGES => Some(On::Send),
+        code::GET_TOPIC => Some(On::GetTopic),
+        _ => None,
+    };
+    let fault = on.and_then(|on| take_fault(shared, on));
+    if fault.is_some() {
+        shared.state().stats.faults += 1;
+    }
+    let delivery = shared.script().delivery;
+    if let Some(late) = stale.take() {
+        // The late duplicate goes first, as if it had been on the wire all along.
+        deliver(stream, &late, delivery)?;
+    }
+    match fault {
+        None => deliver(stream, &reply, delivery),
+        Some(Fault::CloseMidFrame) => {
+            deliver(stream, &reply[..reply.len() / 2], delivery)?;
+            let _ = stream.shutdown(Shutdown::Both);
+            Err(io::ErrorKind::ConnectionAborted.into())
+        }
+        Some(Fault::AnnounceSize(size)) => {
+            let mut frame = BytesMut::from(&reply[..]);
+            frame.resize(iggy_route_core::wire::HEADER_SIZE + 16, 0xA5);
+            frame[48..52].copy_from_slice(&size.to_le_bytes());
+            deliver(stream, &frame, delivery)
+        }
+        Some(Fault::TrailingFrame) => {
+            let mut frame = BytesMut::from(&reply[..]);
+            frame.extend_from_slice(&bogus_reply(shared, header, body));
+            deliver(stream, &frame, delivery)
+        }
+        Some(Fault::TrailingJunk) => {
+            let mut frame = BytesMut::from(&reply[..]);
+            frame.extend_from_slice(&[0xEE; 13]);
+            deliver(stream, &frame, delivery)
+        }
+        Some(Fault::StaleBeforeNextReply) => {
+            *stale = Some(bogus_reply(shared, header, body));
+            deliver(stream, &reply, delivery)
+        }
+    }
+}
+
+fn take_fault(shared: &Shared, on: On) -> Option<Fault> {
+    let mut script = shared.script();
+    let index = script.faults.iter().position(|(o, _)| *o == on)?;
+    script.faults.remove(index).map(|(_, fault)| fault)
+}
+
+/// Writes `bytes` as the delivery mode says.
+fn deliver(stream: &mut TcpStream, bytes: &[u8], delivery: Delivery) -> io::Result<()> {
+    match delivery {
+        Delivery::Whole => stream.write_all(bytes),
+        Delivery::ByteAtATime => {
+            for byte in bytes {
+                stream.write_all(std::slice::from_ref(byte))?;
+                // Long enough for the client to read the byte on its own most of the time.
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            Ok(())
+        }
+        Delivery::SplitAt(at) => {
+            let at = at.min(bytes.len());
+            let (head, tail) = bytes.split_at(at);
+            stream.write_all(head)?;
+            if !head.is_empty() && !tail.is_empty() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            stream.write_all(tail)
+        }
+    }
+}
+
+/// The command code of a request (login and send have operations of their own).
+fn command_of(header: &RequestHeader) -> u32 {
+    match header.operation {
+        Operation::Register => code::LOGIN_REGISTER,
+        Operation::SendMessages => code::SEND_MESSAGES,
+        _ => header.code,
+    }
+}
+
+/// The reply the node would give with no fault.
+fn reply_to(shared: &Shared, header: &RequestHeader, body: &[u8]) -> Bytes {
+    let mut out = BytesMut::new();
+    let status = match command_of(header) {
+        code::LOGIN_REGISTER => {
+            let session = {
+                let mut state = shared.state();
+                state.next_session += 1;
+                state.next_session
+            };
+            put_result_ok(&mut out);
+            LoginRegisterReply {
+                user_id: 1,
+                session,
+                server_protocol_version: PROTOCOL_VERSION,
+                server_version: name("0.11.0"),
+            }
+            .encode(&mut out);
+            0
+        }
+        code::PING => 0,
+        code::GET_CLUSTER_METADATA => {
+            ClusterMetadata {
+                name: "scripted".to_owned(),
+                nodes: vec![self_node(shared)],
+            }
+            .encode(&mut out);
+            0
+        }
+        code::GET_TOPIC => match GetTopicRequest::decode(body) {
+            Ok(request) if is_our_topic(&request.stream, &request.topic) => {
+                topic(TOPIC_NAME, shared.script().partitions).encode(&mut out);
+                0
+            }
+            // An empty body: no such topic.
+            Ok(_) => 0,
+            Err(_) => ErrorCode::InvalidFormat.as_u32(),
+        },
+        code::GET_POLL_ROUTING => {
+            if !shared.script().routing_commands {
+                ErrorCode::InvalidCommand.as_u32()
+            } else if PollMessagesRequest::decode(body).is_ok() {
+                PollRouting {
+                    consumer_session: ConsumerSession {
+                        client_id: header.client,
+                        session: header.session,
+                        metadata_watermark: 1,
+                    },
+                    primary: self_node(shared),
+                }
+                .encode(&mut out);
+                0
+            } else {
+                ErrorCode::InvalidFormat.as_u32()
+            }
+        }
+        code::SEND_MESSAGES => match store(shared, body) {
+            Some(confirmation) => {
+                SendMessagesReply {
+                    confirmations: vec![confirmation],
+                }
+                .encode(&mut out);
+                0
+            }
+            None => ErrorCode::InvalidFormat.as_u32(),
+        },
+        _ => ErrorCode::InvalidCommand.as_u32(),
+    };
+    frame(header, status, &out)
+}
+
+/// A reply to `header` that no request asked for: a confirmation at [`BOGUS_OFFSET`] for a
+/// send, a topic named "bogus" for a topic read, otherwise the ordinary reply again.
+fn bogus_reply(shared: &Shared, header: &RequestHeader, body: &[u8]) -> Bytes {
+    let mut out = BytesMut::new();
+    match command_of(header) {
+        code::SEND_MESSAGES => {
+            let partition = match SendMessagesRequest::decode(body).map(|r| r.partitioning) {
+                Ok(Partitioning::PartitionId(p)) => p,
+                _ => 0,
+            };
+            SendMessagesReply {
+                confirmations: vec![SendConfirmation {
+                    stream_id: 1,
+                    topic_id: 1,
+                    partition_id: partition,
+                    base_offset: BOGUS_OFFSET,
+                }],
+            }
+            .encode(&mut out);
+        }
+        code::GET_TOPIC => topic("bogus", 77).encode(&mut out),
+        _ => return reply_to(shared, header, body),
+    }
+    frame(header, 0, &out)
+}
+
+/// Stores a send's batch and returns its confirmation.
+fn store(shared: &Shared, body: &[u8]) -> Option<SendConfirmation> {
+    let request = SendMessagesRequest::decode(body).ok()?;
+    let Partitioning::PartitionId(partition) = request.partitioning else {
+        return None;
+    };
+    let mut state = shared.state();
+    let next = state.offsets.entry(partition).or_insert(0);
+    let base_offset = *next;
+    *next += request.messages.len() as u64;
+    state.stored.push(StoredBatch {
+        partition,
+        base_offset,
+        payloads: request.messages.into_iter().map(|m| m.payload).collect(),
+    });
+    Some(SendConfirmation {
+        stream_id: 1,
+        topic_id: 1,
+        partition_id: partition,
+        base_offset,
+    })
+}
+
+fn frame(header: &RequestHeader, status: u32, body: &[u8]) -> Bytes {
+    // commit 1: a constant metadata watermark, so routes never go stale.
+    let reply = ReplyHeader::for_request(header, status, 1, body.len());
+    let mut out = BytesMut::new();
+    reply.encode(&mut out);
+    out.extend_from_slice(body);
+    out.freeze()
+}
+
+fn self_node(shared: &Shared) -> ClusterNode {
+    ClusterNode {
+        name: "scripted".to_owned(),
+        ip: shared.script().roster_host.clone(),
+        tcp_port: shared.addr.port(),
+        quic_port: 0,
+        http_port: 0,
+        websocket_port: 0,
+        role: NodeRole::Leader,
+        status: NodeStatus::Healthy,
+    }
+}
+
+fn is_our_topic(stream: &Identifier, topic: &Identifier) -> bool {
+    let ours = |id: &Identifier, named: &str| match id {
+        Identifier::Numeric(n) => *n == 1,
+        Identifier::Named(name) => name.as_str() == named,
+    };
+    ours(stream, "s") && ours(topic, TOPIC_NAME)
+}
+
+fn topic(topic_name: &str, partitions: u32) -> TopicDetails {
+    TopicDetails {
+        summary: TopicSummary {
+            id: 1,
+            created_at: 0,
+            partitions_count: partitions,
+            message_expiry: 0,
+            compression: 1,
+            max_topic_size: 0,
+            size_bytes: 0,
+            messages_count: 0,
+            name: name(topic_name),
+        },
+        partitions: (0..partitions)
+            .map(|id| PartitionInfo {
+                id,
+                created_at: 0,
+                segments_count: 0,
+                current_offset: 0,
+                size_bytes: 0,
+                messages_count: 0,
+            })
+            .collect(),
+    }
+}
+
+fn name(value: &str) -> Name {
+    Name::new(value).unwrap_or_else(|error| panic!("name {value:?}: {error}"))
+}
