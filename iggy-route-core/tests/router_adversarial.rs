@@ -363,3 +363,31 @@ fn a_node_that_accepts_tcp_and_answers_sign_ins_with_garbage_is_redialled_with_g
     assert!(gaps.len() >= 5, "{gaps:?}");
     assert!(gaps[4] > gaps[0] * 4, "waits grow: {gaps:?}");
 }
+
+#[test]
+fn the_start_of_a_duplicate_in_the_same_read_closes_the_link_before_the_next_request() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
+    h.send(0);
+    // The node writes the reply and then the first 100 bytes of a copy of it. The copy's
+    // rest would arrive later, glued to the front of the next reply.
+    h.script = Box::new(|name, reply| {
+        if name.starts_with("SEND") {
+            vec![reply.clone(), reply.slice(..100)]
+        } else {
+            vec![reply]
+        }
+    });
+    let first = h.send(0);
+    assert!(h.outcome(first).is_ok(), "{:?}", h.outcome(first));
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::ProtocolViolation {
+            violation: ProtocolViolation::Unsolicited,
+            ..
+        }
+    )));
+    h.script = Box::new(|_, reply| vec![reply]);
+    let second = h.send(0);
+    h.advance_to(Duration::from_secs(1));
+    assert!(h.outcome(second).is_ok(), "{:?}", h.outcome(second));
+}

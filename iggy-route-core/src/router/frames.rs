@@ -27,7 +27,16 @@ impl Router {
             };
             match link.decoder.decode(&mut bytes) {
                 Ok(Some(frame)) => self.frame(now, link_id, frame),
-                Ok(None) => return,
+                Ok(None) => {
+                    // The start of a frame while nothing is in flight: the node wrote more
+                    // than the reply it owed (a duplicate, a stray). Caught now, before the
+                    // link's next request could take it for its own reply.
+                    let unsolicited = link.in_flight.is_none() && link.decoder.buffered() > 0;
+                    if unsolicited {
+                        self.violation(now, link_id, ProtocolViolation::Unsolicited);
+                    }
+                    return;
+                }
                 Err(error) => {
                     self.violation(now, link_id, ProtocolViolation::Undecodable(error));
                     return;

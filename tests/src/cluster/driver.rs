@@ -10,15 +10,17 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, BytesMut};
-use iggy_route_core::wire::{DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder};
+use iggy_route_core::wire::{DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder, SendMessagesRequest};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
+use super::adversary::{Adversary, AdversaryCounts, Misbehaviour, Verdict};
+use super::handlers_metadata::lookup;
 use super::node::NodeConnection;
 use super::state::{ClusterConfig, ClusterState, NodeId};
 
@@ -37,6 +39,9 @@ pub(crate) struct Shared {
     state: Mutex<ClusterState>,
     nodes: Vec<NodeRuntime>,
     next_connection: AtomicU64,
+    /// Misbehaviours switched on through the control API, timed from `started`.
+    adversary: Mutex<Adversary>,
+    started: Instant,
 }
 
 impl Shared {
@@ -101,6 +106,8 @@ impl TestCluster {
             state: Mutex::new(state),
             nodes: runtimes,
             next_connection: AtomicU64::new(1),
+            adversary: Mutex::new(Adversary::new(config.nodes)),
+            started: Instant::now(),
         });
         for (node, listener) in listeners.into_iter().enumerate() {
             let task = tokio::spawn(accept_loop(Arc::clone(&shared), node, listener));
@@ -187,6 +194,18 @@ impl TestCluster {
     /// once; only the answer is late). `Duration::ZERO` turns it off.
     pub fn set_reply_delay(&self, node: NodeId, delay: Duration) {
         *lock(&self.shared.node(node).reply_delay) = delay;
+    }
+
+    /// Make `node` misbehave for `lasts` from now (see [`Misbehaviour`]); a later call for
+    /// the same behaviour replaces the earlier one, and `Duration::ZERO` ends it.
+    pub fn misbehave(&self, node: NodeId, behaviour: Misbehaviour, lasts: Duration) {
+        let until = self.shared.started.elapsed() + lasts;
+        lock(&self.shared.adversary).set(node, behaviour, until);
+    }
+
+    /// What the misbehaving nodes did so far.
+    pub fn adversary_counts(&self) -> AdversaryCounts {
+        lock(&self.shared.adversary).counts
     }
 
     /// Stop every node and wait for all tasks to end.
@@ -283,7 +302,23 @@ async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
                     let mut state = connection.shared.state();
                     state.set_now_micros(now_micros());
                     let node = connection.node;
-                    connection.model.handle(&mut state, node, header, body)
+                    let now = connection.shared.started.elapsed();
+                    let mut adversary = lock(&connection.shared.adversary);
+                    let leads = |send: &SendMessagesRequest, partition: u32| {
+                        state
+                            .catalog
+                            .partition(lookup(&send.stream), lookup(&send.topic), partition)
+                            .is_ok_and(|found| found.primary == node)
+                    };
+                    match adversary.before(node, now, &header, &body, leads) {
+                        Verdict::Instead(reply) => Some(reply),
+                        Verdict::Model => {
+                            let reply = connection.model.handle(&mut state, node, header, body);
+                            let addrs: Vec<SocketAddr> =
+                                state.nodes().iter().map(|n| n.addr).collect();
+                            reply.map(|reply| adversary.reply(node, &addrs, now, &header, reply))
+                        }
+                    }
                 };
                 let Some(reply) = reply else {
                     debug!(node = connection.node, "invalid request header, closing");
@@ -317,7 +352,6 @@ async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use std::io;
-    use std::time::Instant;
 
     use bytes::Bytes;
     use iggy_route_core::wire::{

@@ -10,6 +10,7 @@
 //!
 //! The deterministic simulation drives the same model without sockets.
 
+pub mod adversary;
 mod catalog;
 mod control;
 mod driver;

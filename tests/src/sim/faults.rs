@@ -7,9 +7,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::adversary::Misbehaviour;
 use super::rng::SimRng;
 use super::scenario::{NODES, PARTITIONS, Scenario};
+use crate::cluster::adversary::Misbehaviour;
 
 /// One fault.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -17,7 +17,6 @@
 //! replays the run exactly. Everything is bounded: the steps of a run, the simulated time,
 //! the workload and the fault schedule.
 
-pub mod adversary;
 mod drain;
 mod engine;
 pub mod faults;
@@ -79,7 +78,7 @@ pub struct SimReport {
     /// Acked sends to the partition added during the run.
     pub new_partition_acks: u64,
     /// What the adversarial nodes did.
-    pub adversary: adversary::AdversaryCounts,
+    pub adversary: crate::cluster::adversary::AdversaryCounts,
     /// Frames the routers wrote again after a 57.
     pub replays: u64,
     /// Links the routers closed because a node broke the protocol.

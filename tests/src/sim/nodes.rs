@@ -11,10 +11,10 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use bytes::Bytes;
-use iggy_route_core::wire::{DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder};
+use iggy_route_core::wire::{DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder, SendMessagesRequest};
 
-use super::adversary::{Adversary, Verdict};
 use super::network::ConnId;
+use crate::cluster::adversary::{Adversary, Verdict};
 use crate::cluster::{ClusterConfig, ClusterState, Lookup, NodeConnection};
 
 /// First port of the simulated nodes' addresses (never bound: nothing here opens a socket).
@@ -187,7 +187,7 @@ impl SimNodes {
         now_micros: u64,
     ) -> Received {
         let mut received = Received::default();
-        let nodes = self.count();
+        let addrs: Vec<SocketAddr> = self.state.nodes().iter().map(|n| n.addr).collect();
         let Some(conn) = self.conns.get_mut(&id) else {
             return received;
         };
@@ -198,7 +198,8 @@ impl SimNodes {
                 Ok(Some(Frame::Request { header, body })) => {
                     let node = conn.node;
                     let (state, topic) = (&self.state, self.topic);
-                    let leads = |partition: u32| {
+                    // The workload writes one topic: whether this node leads its partition.
+                    let leads = |_: &SendMessagesRequest, partition: u32| {
                         topic.is_some_and(|topic| {
                             state
                                 .catalog
@@ -218,7 +219,7 @@ impl SimNodes {
                     }
                     match conn.model.handle(&mut self.state, node, header, body) {
                         Some(reply) => {
-                            let reply = self.adversary.reply(node, nodes, now, &header, reply);
+                            let reply = self.adversary.reply(node, &addrs, now, &header, reply);
                             received.replies.push(reply);
                         }
                         None => {

@@ -34,6 +34,10 @@ struct TapLink {
     from_router: FrameDecoder,
     to_router: FrameDecoder,
     asked: Option<Asked>,
+    /// The request number of the frame `asked` describes: a reply that echoes another
+    /// number answers nothing in flight (the router closes the link for it) and is no
+    /// refusal or success of anything.
+    asked_request: u64,
     /// A login on this link was answered with success.
     signed_in: bool,
 }
@@ -91,6 +95,7 @@ impl Wiretap {
                     from_router: FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE),
                     to_router: FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE),
                     asked: None,
+                    asked_request: 0,
                     signed_in: false,
                 },
             );
@@ -165,6 +170,7 @@ impl Wiretap {
                 Asked::Other
             };
             tapped.asked = Some(asked);
+            tapped.asked_request = header.request;
             if let Asked::Send { batch } = asked
                 && let Some(refusal) = tap.refusals.get_mut(&batch)
             {
@@ -205,6 +211,12 @@ impl Wiretap {
                 return;
             };
             let status = match frame {
+                Frame::Reply { header, .. } if header.request != tapped.asked_request => {
+                    if bytes.is_empty() {
+                        return;
+                    }
+                    continue;
+                }
                 Frame::Reply { header, .. } => header.status,
                 Frame::Eviction(_) | Frame::Request { .. } => u32::MAX,
             };

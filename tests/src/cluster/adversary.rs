@@ -1,6 +1,7 @@
-//! The adversarial part of the simulated nodes: behaviours a real cluster (or a broken
-//! one) shows and an honest model never would. Each is switched on for a node for a while
-//! by the fault schedule, and counted, so that a long run proves it met every one:
+//! The adversarial part of the node model: behaviours a real cluster (or a broken one)
+//! shows and an honest model never would. The simulation's fault schedule and the loopback
+//! driver's control API switch each on for a node for a while, and each is counted, so
+//! that a long run proves it met every one:
 //! - **not committed**: the node answers sends to the partitions it leads with 57
 //!   (`TransientNotCommitted`) and stores nothing, as during a quorum loss;
 //! - **duplicated replies**: the node writes each reply twice, back to back;
@@ -8,7 +9,11 @@
 //!   node refuses (a stale primary kept for a while);
 //! - **garbage**: the node accepts connections and answers every frame with bytes that
 //!   do not frame (a node that accepts and then misbehaves);
-//! - **stray replies** (struck by the engine): a reply frame to a request never sent.
+//! - **stray replies** (struck by the simulation's engine): a reply frame to a request
+//!   never sent.
+//!
+//! Time is whatever the caller counts from (simulated time, or time since the loopback
+//! cluster started): a behaviour is on while `now` is before its end.
 
 use std::time::Duration;
 
@@ -19,7 +24,7 @@ use iggy_route_core::wire::{
     decode_one,
 };
 
-use super::nodes::{BASE_PORT, node_of_addr};
+use std::net::SocketAddr;
 
 /// A behaviour the schedule can switch on for a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,14 +94,14 @@ impl Adversary {
     }
 
     /// Before the model sees a request: garbage, or a 57 for a send that `node` would
-    /// admit (`leads` says whether it leads the send's partition).
+    /// admit (`leads` says whether it leads the send's stream, topic and partition).
     pub fn before(
         &mut self,
         node: usize,
         now: Duration,
         header: &RequestHeader,
         body: &[u8],
-        leads: impl FnOnce(u32) -> bool,
+        leads: impl FnOnce(&SendMessagesRequest, u32) -> bool,
     ) -> Verdict {
         if self.active(node, Misbehaviour::Garbage, now) {
             self.counts.garbage += 1;
@@ -104,14 +109,14 @@ impl Adversary {
         }
         let is_send = header.operation == Operation::SendMessages;
         if is_send && self.active(node, Misbehaviour::NotCommitted, now) {
-            let partition = SendMessagesRequest::decode(body).ok().and_then(|request| {
-                match request.partitioning {
-                    Partitioning::PartitionId(p) => Some(p),
+            let admitted = SendMessagesRequest::decode(body)
+                .ok()
+                .is_some_and(|request| match request.partitioning {
+                    Partitioning::PartitionId(p) => leads(&request, p),
                     // The router resolves every partition itself.
-                    Partitioning::Balanced | Partitioning::MessagesKey(_) => None,
-                }
-            });
-            if partition.is_some_and(leads) {
+                    Partitioning::Balanced | Partitioning::MessagesKey(_) => false,
+                });
+            if admitted {
                 self.counts.not_committed += 1;
                 let not_committed =
                     iggy_route_core::wire::ErrorCode::TransientNotCommitted.as_u32();
@@ -128,7 +133,7 @@ impl Adversary {
     pub fn reply(
         &mut self,
         node: usize,
-        nodes: usize,
+        addrs: &[SocketAddr],
         now: Duration,
         header: &RequestHeader,
         reply: Bytes,
@@ -136,7 +141,7 @@ impl Adversary {
         let lookup =
             header.operation == Operation::NonReplicated && header.code == code::GET_POLL_ROUTING;
         let reply = if lookup && self.active(node, Misbehaviour::LyingRoutes, now) {
-            match name_a_backup(&reply, nodes) {
+            match name_a_backup(&reply, addrs) {
                 Some(lie) => {
                     self.counts.lies += 1;
                     lie
@@ -179,7 +184,7 @@ fn reply_frame(mut header: ReplyHeader, body: &[u8]) -> Bytes {
 }
 
 /// The same routing reply, naming the node after the true primary.
-fn name_a_backup(reply: &Bytes, nodes: usize) -> Option<Bytes> {
+fn name_a_backup(reply: &Bytes, addrs: &[SocketAddr]) -> Option<Bytes> {
     let Ok(Frame::Reply { header, body }) = decode_one(reply) else {
         return None;
     };
@@ -187,9 +192,11 @@ fn name_a_backup(reply: &Bytes, nodes: usize) -> Option<Bytes> {
         return None;
     }
     let mut routing = PollRouting::decode(&body).ok()?;
-    let primary = node_of_addr(&routing.primary.tcp_address(), nodes)?;
-    let backup = (primary + 1) % nodes;
-    routing.primary.tcp_port = BASE_PORT + u16::try_from(backup).ok()?;
+    let named = routing.primary.tcp_address();
+    let primary = addrs.iter().position(|addr| addr.to_string() == named)?;
+    let backup = addrs[(primary + 1) % addrs.len()];
+    routing.primary.ip = backup.ip().to_string();
+    routing.primary.tcp_port = backup.port();
     let mut lie = BytesMut::new();
     routing.encode(&mut lie);
     Some(reply_frame(header, &lie))
