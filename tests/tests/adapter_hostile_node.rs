@@ -406,10 +406,13 @@ fn unsolicited_input(adapter: Adapter) {
     node.inject(On::Send, Fault::TrailingFrame, 3);
     send_each(&client, &node, &mut tag, 6);
     assert_eq!(node.faults_left(), 0);
-    // Junk stays buffered as the start of a frame and spoils the next reply on that link,
-    // which is then refused as a frame size under 256: sends 2 and 4 of the 6 are unknown.
+    // Junk behind a reply is the start of a frame while nothing is in flight: read with the
+    // reply, it closes the link before the next request is written on it (no send lost);
+    // read only after the next request went out, it spoils that request's reply, which
+    // then ends typed. So each of the three costs at most one send.
     node.inject(On::Send, Fault::TrailingJunk, 3);
-    assert_eq!(send_each(&client, &node, &mut tag, 6), 4);
+    let ok = send_each(&client, &node, &mut tag, 6);
+    assert!((3..=6).contains(&ok), "{ok} of 6");
     assert_eq!(node.faults_left(), 0);
     node.inject(On::GetTopic, Fault::TrailingFrame, 3);
     for _ in 0..6 {

@@ -73,12 +73,45 @@ impl TestClient {
         Ok(TestClient { inner })
     }
 
+    /// Connects with Iggy's connection string (the adapter's own
+    /// `Client::from_connection_string`).
+    pub fn from_connection_string(
+        adapter: Adapter,
+        value: &str,
+    ) -> Result<TestClient, ClientError> {
+        let inner = match adapter {
+            Adapter::Tokio => {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()?;
+                let client =
+                    runtime.block_on(iggy_route_tokio::Client::from_connection_string(value))?;
+                Inner::Tokio {
+                    runtime: Arc::new(runtime),
+                    client,
+                }
+            }
+            Adapter::Mio => Inner::Mio(iggy_route_mio::Client::from_connection_string(value)?),
+        };
+        Ok(TestClient { inner })
+    }
+
     /// Sends one message with `payload` to partition `partition` of topic 1/1.
     pub fn send(&self, partition: u32, payload: Bytes) -> Result<SendReceipt, ClientError> {
         let messages = vec![Message {
             payload,
             ..Message::default()
         }];
+        self.send_messages(partition, messages)
+    }
+
+    /// Sends `messages` as one batch to partition `partition` of topic 1/1.
+    pub fn send_messages(
+        &self,
+        partition: u32,
+        messages: Vec<Message>,
+    ) -> Result<SendReceipt, ClientError> {
         let partitioning = Partitioning::partition_id(partition);
         match &self.inner {
             Inner::Tokio { runtime, client } => {

@@ -1,11 +1,15 @@
 //! A scripted single Iggy node for adversarial adapter tests.
 //!
 //! [`ScriptedNode`] listens on a loopback address and speaks just enough of protocol 0.11.0
-//! for a router to sign in, read the roster (which names only this node), read topic 1/1,
+//! for a router to sign in, read the roster (this node and any scripted peers), read topic 1/1,
 //! look routes up (103, or `InvalidCommand`), send and ping. Unlike the test cluster it does
 //! nothing clever with state; instead each test scripts how it misbehaves on the wire: how
-//! replies are written ([`Delivery`]), how requests are read ([`Reading`]), and one-shot
-//! [`Fault`]s on the next replies of one command ([`On`]).
+//! replies are written ([`Delivery`]), how requests are read ([`Reading`]), one-shot
+//! [`Fault`]s on the next replies of one command ([`On`]), standing answers (a status for
+//! every send to a partition, a primary that route lookups name, a sign-in answered with
+//! garbage: [`Login`]) and peers its roster names, so that two nodes can play a cluster.
+//! It records when each connection was accepted and when each request arrived
+//! ([`Arrival`]), for tests about timing and identities on the wire.
 //!
 //! It runs on plain threads (one to accept, one per connection) with blocking sockets, so a
 //! script can write a byte, sleep, and close at exactly the point it wants, whatever runtime
@@ -24,7 +28,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use iggy_route_core::partitioning::Partitioning;
@@ -100,6 +104,42 @@ pub enum Fault {
     /// copy of the old reply (its request number) ahead of the real answer, as a late
     /// duplicate would arrive.
     StaleBeforeNextReply,
+    /// Write the reply with a request number one above the request's (bytes 200..208 of
+    /// the header): a well-formed answer, to no request in flight.
+    WrongRequestNumber,
+    /// Write a status-0 reply whose body does not decode: for a send, a count of 2 and one
+    /// confirmation at [`BOGUS_OFFSET`] (a lax decoder would take it); for a topic read,
+    /// 7 bytes.
+    UndecodableBody,
+}
+
+/// How the node answers a sign-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Login {
+    /// A session, as a server does.
+    Normal,
+    /// 300 bytes of `0xEE`, which begin no frame; the connection stays open (the client
+    /// has to end it).
+    Garbage,
+}
+
+/// One request as the node read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrival {
+    /// When the node decoded it.
+    pub at: Instant,
+    /// Which connection, by accept order from 0 (the index into [`ScriptedNode::accepted`]).
+    pub connection: usize,
+    /// Its command code (login counted as `LOGIN_REGISTER`, send as `SEND_MESSAGES`).
+    pub command: u32,
+    /// Its request number (header bytes 200..208).
+    pub request: u64,
+    /// Its client id (header bytes 128..144), the server's deduplication identity.
+    pub client: u128,
+    /// For a send that decodes: its partition.
+    pub partition: Option<u32>,
+    /// For a send that decodes: its messages' ids, in order.
+    pub message_ids: Vec<u128>,
 }
 
 /// What the node has seen. Counters only grow.
@@ -113,6 +153,8 @@ pub struct NodeStats {
     pub requests: BTreeMap<u32, usize>,
     /// Faults carried out.
     pub faults: usize,
+    /// Sends answered with a scripted status (and not stored).
+    pub refused_sends: usize,
 }
 
 impl NodeStats {
@@ -142,6 +184,13 @@ struct Script {
     roster_host: String,
     partitions: u32,
     faults: VecDeque<(On, Fault)>,
+    /// Other nodes the roster names (as healthy followers), after this one.
+    peers: Vec<SocketAddr>,
+    /// The primary route lookups name; `None`: this node.
+    route_primary: Option<SocketAddr>,
+    /// A status every send to a partition is answered with (`None` key: every partition).
+    send_status: BTreeMap<Option<u32>, u32>,
+    login: Login,
 }
 
 #[derive(Debug, Default)]
@@ -150,6 +199,8 @@ struct State {
     offsets: BTreeMap<u32, u64>,
     stored: Vec<StoredBatch>,
     stats: NodeStats,
+    accepted: Vec<Instant>,
+    arrivals: Vec<Arrival>,
 }
 
 #[derive(Debug)]
@@ -207,6 +258,10 @@ impl ScriptedNode {
                 roster_host: addr.ip().to_string(),
                 partitions: 3,
                 faults: VecDeque::new(),
+                peers: Vec::new(),
+                route_primary: None,
+                send_status: BTreeMap::new(),
+                login: Login::Normal,
             }),
             state: Mutex::new(State {
                 next_session: 100,
@@ -262,6 +317,34 @@ impl ScriptedNode {
         }
     }
 
+    /// The roster names `peers` too, after this node (as healthy followers), so a client
+    /// knows them as nodes of one cluster.
+    pub fn set_roster_peers(&self, peers: Vec<SocketAddr>) {
+        self.shared.script().peers = peers;
+    }
+
+    /// Route lookups (103) name `primary` for every partition from now on; `None` names
+    /// this node again.
+    pub fn set_route_primary(&self, primary: Option<SocketAddr>) {
+        self.shared.script().route_primary = primary;
+    }
+
+    /// Every send to `partition` (`None`: to any partition without a status of its own) is
+    /// answered with `status` and an empty body, and not stored; `status` `None` removes
+    /// the rule. For example 57 (`TransientNotCommitted`) or 58 (`TransientNotAccepted`).
+    pub fn set_send_status(&self, partition: Option<u32>, status: Option<u32>) {
+        let mut script = self.shared.script();
+        match status {
+            Some(status) => script.send_status.insert(partition, status),
+            None => script.send_status.remove(&partition),
+        };
+    }
+
+    /// How sign-ins are answered from now on.
+    pub fn set_login(&self, login: Login) {
+        self.shared.script().login = login;
+    }
+
     /// Faults injected and not carried out yet.
     pub fn faults_left(&self) -> usize {
         self.shared.script().faults.len()
@@ -270,6 +353,16 @@ impl ScriptedNode {
     /// Counters so far.
     pub fn stats(&self) -> NodeStats {
         self.shared.state().stats.clone()
+    }
+
+    /// When each connection was accepted, in order.
+    pub fn accepted(&self) -> Vec<Instant> {
+        self.shared.state().accepted.clone()
+    }
+
+    /// Every request read, in arrival order.
+    pub fn arrivals(&self) -> Vec<Arrival> {
+        self.shared.state().arrivals.clone()
     }
 
     /// Every batch stored, in arrival order.
@@ -324,11 +417,16 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
     while !shared.stopped() {
         match listener.accept() {
             Ok((stream, _)) => {
-                shared.state().stats.connections += 1;
+                let connection = {
+                    let mut state = shared.state();
+                    state.stats.connections += 1;
+                    state.accepted.push(Instant::now());
+                    state.accepted.len() - 1
+                };
                 let serving = Arc::clone(shared);
                 let spawned = std::thread::Builder::new()
                     .name("scripted-conn".to_owned())
-                    .spawn(move || serve(&serving, stream));
+                    .spawn(move || serve(&serving, stream, connection));
                 match spawned {
                     Ok(thread) => push_thread(shared, thread),
                     Err(error) => panic!("scripted node: spawn: {error}"),
@@ -343,7 +441,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
 }
 
 /// One connection: read frames (as the script says), answer each in order.
-fn serve(shared: &Shared, mut stream: TcpStream) {
+fn serve(shared: &Shared, mut stream: TcpStream, connection: usize) {
     // The accepted socket may inherit the listener's non-blocking mode on some systems.
     // A write timeout too: a client that stops reading must not keep the node from stopping.
     if stream.set_nonblocking(false).is_err()
@@ -393,6 +491,7 @@ fn serve(shared: &Shared, mut stream: TcpStream) {
         loop {
             match decoder.decode(&mut input) {
                 Ok(Some(Frame::Request { header, body })) => {
+                    record_arrival(shared, connection, &header, &body);
                     if answer(shared, &mut stream, &header, &body, &mut stale).is_err() {
                         return;
                     }
@@ -422,6 +521,10 @@ fn answer(
         .entry(command)
         .and_modify(|n| *n += 1)
         .or_insert(1);
+    if command == code::LOGIN_REGISTER && shared.script().login == Login::Garbage {
+        let delivery = shared.script().delivery;
+        return deliver(stream, &[0xEE; 300], delivery);
+    }
     let reply = reply_to(shared, header, body);
     let on = match command {
         code::SEND_MESSAGES => Some(On::Send),
@@ -464,6 +567,59 @@ fn answer(
             *stale = Some(bogus_reply(shared, header, body));
             deliver(stream, &reply, delivery)
         }
+        Some(Fault::WrongRequestNumber) => {
+            let mut frame = BytesMut::from(&reply[..]);
+            let wrong = header.request.wrapping_add(1);
+            frame[200..208].copy_from_slice(&wrong.to_le_bytes());
+            deliver(stream, &frame, delivery)
+        }
+        Some(Fault::UndecodableBody) => {
+            let mut out = BytesMut::new();
+            if command == code::SEND_MESSAGES {
+                // Two confirmations announced, one present.
+                out.extend_from_slice(&2u32.to_le_bytes());
+                for word in [1u32, 1, 0] {
+                    out.extend_from_slice(&word.to_le_bytes());
+                }
+                out.extend_from_slice(&BOGUS_OFFSET.to_le_bytes());
+            } else {
+                out.extend_from_slice(&[0xEE; 7]);
+            }
+            deliver(stream, &frame(header, 0, &out), delivery)
+        }
+    }
+}
+
+/// Writes down a request as it arrived (see [`Arrival`]).
+fn record_arrival(shared: &Shared, connection: usize, header: &RequestHeader, body: &[u8]) {
+    let at = Instant::now();
+    let command = command_of(header);
+    let (partition, message_ids) = if command == code::SEND_MESSAGES {
+        match SendMessagesRequest::decode(body) {
+            Ok(request) => (
+                partition_of(&request),
+                request.messages.iter().map(|m| m.id).collect(),
+            ),
+            Err(_) => (None, Vec::new()),
+        }
+    } else {
+        (None, Vec::new())
+    };
+    shared.state().arrivals.push(Arrival {
+        at,
+        connection,
+        command,
+        request: header.request,
+        client: header.client,
+        partition,
+        message_ids,
+    });
+}
+
+fn partition_of(request: &SendMessagesRequest) -> Option<u32> {
+    match request.partitioning {
+        Partitioning::PartitionId(partition) => Some(partition),
+        _ => None,
     }
 }
 
@@ -528,9 +684,16 @@ fn reply_to(shared: &Shared, header: &RequestHeader, body: &[u8]) -> Bytes {
         }
         code::PING => 0,
         code::GET_CLUSTER_METADATA => {
+            let mut nodes = vec![self_node(shared)];
+            let peers = shared.script().peers.clone();
+            nodes.extend(
+                peers
+                    .into_iter()
+                    .map(|peer| peer_node(peer, NodeRole::Follower)),
+            );
             ClusterMetadata {
                 name: "scripted".to_owned(),
-                nodes: vec![self_node(shared)],
+                nodes,
             }
             .encode(&mut out);
             0
@@ -548,13 +711,18 @@ fn reply_to(shared: &Shared, header: &RequestHeader, body: &[u8]) -> Bytes {
             if !shared.script().routing_commands {
                 ErrorCode::InvalidCommand.as_u32()
             } else if PollMessagesRequest::decode(body).is_ok() {
+                let named = shared.script().route_primary;
+                let primary = match named {
+                    Some(peer) if peer != shared.addr => peer_node(peer, NodeRole::Follower),
+                    _ => self_node(shared),
+                };
                 PollRouting {
                     consumer_session: ConsumerSession {
                         client_id: header.client,
                         session: header.session,
                         metadata_watermark: 1,
                     },
-                    primary: self_node(shared),
+                    primary,
                 }
                 .encode(&mut out);
                 0
@@ -562,15 +730,21 @@ fn reply_to(shared: &Shared, header: &RequestHeader, body: &[u8]) -> Bytes {
                 ErrorCode::InvalidFormat.as_u32()
             }
         }
-        code::SEND_MESSAGES => match store(shared, body) {
-            Some(confirmation) => {
-                SendMessagesReply {
-                    confirmations: vec![confirmation],
-                }
-                .encode(&mut out);
-                0
+        code::SEND_MESSAGES => match scripted_send_status(shared, body) {
+            Some(status) => {
+                shared.state().stats.refused_sends += 1;
+                status
             }
-            None => ErrorCode::InvalidFormat.as_u32(),
+            None => match store(shared, body) {
+                Some(confirmation) => {
+                    SendMessagesReply {
+                        confirmations: vec![confirmation],
+                    }
+                    .encode(&mut out);
+                    0
+                }
+                None => ErrorCode::InvalidFormat.as_u32(),
+            },
         },
         _ => ErrorCode::InvalidCommand.as_u32(),
     };
@@ -601,6 +775,19 @@ fn bogus_reply(shared: &Shared, header: &RequestHeader, body: &[u8]) -> Bytes {
         _ => return reply_to(shared, header, body),
     }
     frame(header, 0, &out)
+}
+
+/// The status the script answers this send with, if any: its partition's own rule, else
+/// the rule for every partition.
+fn scripted_send_status(shared: &Shared, body: &[u8]) -> Option<u32> {
+    let partition = SendMessagesRequest::decode(body)
+        .ok()
+        .and_then(|request| partition_of(&request));
+    let script = shared.script();
+    partition
+        .and_then(|p| script.send_status.get(&Some(p)))
+        .or_else(|| script.send_status.get(&None))
+        .copied()
 }
 
 /// Stores a send's batch and returns its confirmation.
@@ -644,6 +831,20 @@ fn self_node(shared: &Shared) -> ClusterNode {
         http_port: 0,
         websocket_port: 0,
         role: NodeRole::Leader,
+        status: NodeStatus::Healthy,
+    }
+}
+
+/// Another node of the scripted cluster, as the roster and route answers name it.
+fn peer_node(addr: SocketAddr, role: NodeRole) -> ClusterNode {
+    ClusterNode {
+        name: format!("scripted-{}", addr.port()),
+        ip: addr.ip().to_string(),
+        tcp_port: addr.port(),
+        quic_port: 0,
+        http_port: 0,
+        websocket_port: 0,
+        role,
         status: NodeStatus::Healthy,
     }
 }
