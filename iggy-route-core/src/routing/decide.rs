@@ -41,10 +41,21 @@ impl Routing {
             LaneKey::MetadataLeader => self.fetch_roster(),
             LaneKey::Partition(partition) => match self.routing_commands {
                 RoutingCommands::Unknown | RoutingCommands::Supported => {
+                    // Until one lookup has said whether the cluster has the routing commands,
+                    // only one is in flight at a time: a server without them answers each
+                    // with `InvalidCommand` and a WARN line, so it is asked once, not once
+                    // per partition.
+                    let probing = self.routing_commands == RoutingCommands::Unknown;
+                    if probing && self.probe.is_some() {
+                        return;
+                    }
                     let Some(lane) = self.lanes.get_mut(key) else {
                         return;
                     };
                     if lane.lookup == Lookup::Idle {
+                        if probing {
+                            self.probe = Some(key.clone());
+                        }
                         lane.lookup = Lookup::InFlight;
                         self.stats.lookups += 1;
                         debug!(%partition, "route lookup");
@@ -87,9 +98,15 @@ impl Routing {
         if lane.tried.is_empty() {
             self.stats.lookups += 1;
         }
-        let next = nodes
-            .iter()
-            .copied()
+        // The node that admitted last (a route gone stale when the watermark moved) is the
+        // best guess, so it goes first; then the roster's nodes in order.
+        let remembered = lane
+            .route
+            .map(|route| route.node)
+            .filter(|node| nodes.contains(node));
+        let next = remembered
+            .into_iter()
+            .chain(nodes.iter().copied())
             .find(|node| !lane.tried.contains(node));
         match next {
             Some(node) => self.release(key, node),

@@ -101,8 +101,12 @@ impl Routing {
         lane.tried.clear();
         lane.backoff_streak = 0;
         lane.recheck_node = None;
-        if lane.route.map(|r| r.node) != Some(node) {
-            lane.route = Some(Route { node, watermark });
+        let known = lane.route.map(|r| r.node) == Some(node);
+        // An admission confirms the route under today's watermark: a route first learned
+        // before a metadata write stays fresh for as long as its node keeps admitting,
+        // instead of being rediscovered (or looked up) before every send.
+        lane.route = Some(Route { node, watermark });
+        if !known {
             lane.generation += 1;
             self.decisions
                 .push_back(Decision::Event(Event::RouteLearned {
@@ -178,6 +182,29 @@ impl Routing {
     pub fn handle_route(&mut self, now: Instant, partition: &PartitionKey, answer: RouteAnswer) {
         let now = self.clock(now);
         let key = LaneKey::Partition(partition.clone());
+        let was_probe = self.probe.as_ref() == Some(&key);
+        if was_probe {
+            self.probe = None;
+        }
+        self.route_answered(now, &key, partition, answer);
+        if was_probe {
+            // The lanes that waited for the probe go on: with the routing commands known,
+            // or with one of them asking next.
+            let keys: Vec<LaneKey> = self.lanes.keys().cloned().collect();
+            for key in keys {
+                self.pump_lane(now, &key);
+            }
+        }
+    }
+
+    fn route_answered(
+        &mut self,
+        now: Instant,
+        key: &LaneKey,
+        partition: &PartitionKey,
+        answer: RouteAnswer,
+    ) {
+        let key = key.clone();
         let Some(lane) = self.lanes.get_mut(&key) else {
             return;
         };

@@ -196,6 +196,9 @@ pub struct Routing {
     leader: Option<NodeId>,
     roster_fetch_in_flight: bool,
     routing_commands: RoutingCommands,
+    /// The lane whose lookup asks, for the whole client, whether the routing commands
+    /// exist (while `routing_commands` is `Unknown`).
+    probe: Option<LaneKey>,
     watermark: u64,
     stats: Stats,
     closed: bool,
@@ -218,6 +221,7 @@ impl Routing {
             leader: None,
             roster_fetch_in_flight: false,
             routing_commands: RoutingCommands::Unknown,
+            probe: None,
             watermark: 0,
             stats: Stats::default(),
             closed: false,

@@ -1,0 +1,132 @@
+//! Scenario tests of the routing layer against servers without the routing commands (the
+//! real cluster of `../shared/real-cluster`): the commands are probed once per client, and
+//! a primary found by refusal stays known across metadata writes.
+#![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
+
+mod support;
+
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::routing::{Attempt, RouteAnswer, Routing, Target, TopicAnswer};
+use iggy_route_core::{Event, NodeId};
+use support::*;
+
+/// A routing layer that knows the roster (nodes 0, 1, 2) and that topic 1/1 has three
+/// partitions, with nothing learned about the routing commands yet.
+fn fresh() -> (std::time::Instant, Routing) {
+    let t0 = origin();
+    let mut routing = Routing::new(config(), 3, t0);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+    routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    found(t0, &mut routing);
+    (t0, routing)
+}
+
+fn found(t0: std::time::Instant, routing: &mut Routing) {
+    routing.handle_topic(
+        t0,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 3,
+        },
+    );
+}
+
+#[test]
+fn the_routing_commands_are_probed_by_one_lookup_not_one_per_partition() {
+    let (t0, mut routing) = fresh();
+    let more: Vec<_> = (1..3)
+        .map(|p| {
+            routing
+                .submit(t0, send(Partitioning::PartitionId(p)))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        drain(&mut routing),
+        ["lookup 0"],
+        "one probe; partitions 1 and 2 wait for its answer"
+    );
+    routing.handle_route(t0, &partition(0), RouteAnswer::Unsupported);
+    let decisions = drain(&mut routing);
+    assert!(
+        decisions.iter().all(|d| !d.starts_with("lookup")),
+        "{decisions:?}"
+    );
+    assert_eq!(
+        decisions.iter().filter(|d| d.starts_with("write")).count(),
+        3,
+        "every partition goes on by discovery at once: {decisions:?}"
+    );
+    assert!(decisions.contains(&format!("{:?}", Event::DiscoveryByRefusal)));
+    assert_eq!(more.len(), 2);
+}
+
+#[test]
+fn when_the_probe_finds_the_commands_every_partition_looks_its_route_up() {
+    let (t0, mut routing) = fresh();
+    routing
+        .submit(t0, send(Partitioning::PartitionId(1)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["lookup 0"]);
+    routing.handle_route(
+        t0,
+        &partition(0),
+        RouteAnswer::Primary {
+            node: NodeId(2),
+            watermark: 0,
+        },
+    );
+    let decisions = drain(&mut routing);
+    assert!(decisions.contains(&"lookup 1".to_owned()), "{decisions:?}");
+    assert!(
+        decisions.iter().any(|d| d.ends_with("-> node2")),
+        "{decisions:?}"
+    );
+}
+
+#[test]
+fn a_primary_found_by_refusal_stays_known_after_a_metadata_write() {
+    let (t0, mut routing) = fresh();
+    drain(&mut routing);
+    routing.handle_route(t0, &partition(0), RouteAnswer::Unsupported);
+    drain(&mut routing);
+    // Partition 0's first send: node 0 refuses, node 1 admits.
+    let first = RequestIdOf::first();
+    routing.handle_result(t0, first, Target::Node(NodeId(0)), Attempt::Refused);
+    assert_eq!(drain(&mut routing)[1], format!("write {first} -> node1"));
+    routing.handle_result(t0, first, Target::Node(NodeId(1)), sent(1));
+    drain(&mut routing);
+    // Our own metadata write moves the watermark: every learned route is stale now.
+    routing.handle_watermark(t0, 7);
+    for round in 0..3 {
+        let id = routing
+            .submit(t0, send(Partitioning::PartitionId(0)))
+            .unwrap();
+        if round == 0 {
+            // The partition count is stale too, and read again (a read, not a refusal).
+            assert_eq!(drain(&mut routing), ["fetch topic"]);
+            found(t0, &mut routing);
+        }
+        assert_eq!(
+            drain(&mut routing),
+            [format!("write {id} -> node1")],
+            "the node that admitted last is tried first, and its admission makes the route \
+             fresh again: no refusal after the write"
+        );
+        routing.handle_result(t0, id, Target::Node(NodeId(1)), sent(1));
+        assert_eq!(drain(&mut routing), [format!("completed {id} ok")]);
+    }
+    assert_eq!(routing.stats().refusals, 1);
+}
+
+/// The id of the first request a fresh routing layer accepts.
+struct RequestIdOf;
+
+impl RequestIdOf {
+    fn first() -> iggy_route_core::RequestId {
+        iggy_route_core::RequestId(1)
+    }
+}
