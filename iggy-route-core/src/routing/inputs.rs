@@ -49,6 +49,11 @@ impl Routing {
                 {
                     self.admitted(key, partition, node);
                 }
+                if let Some(Request::Admin(admin)) = self.pending.get(&request).map(|p| &p.request)
+                {
+                    let admin = admin.clone();
+                    self.learn_own_write(now, &admin, &reply);
+                }
                 self.complete(now, request, Ok(reply));
             }
             Attempt::Refused => {

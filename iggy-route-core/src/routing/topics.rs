@@ -10,7 +10,8 @@ use tracing::debug;
 use super::{Decision, LaneKey, Place, Routing, RoutingCommands, Target, TimerKey, TopicAnswer};
 use crate::ids::{PartitionKey, RequestId, TopicKey};
 use crate::partitioning::{Partitioning, resolve_partition};
-use crate::request::{Request, RequestError};
+use crate::request::{AdminRequest, Reply, Request, RequestError};
+use crate::wire::Identifier;
 
 /// How current a partition count is, when a request is resolved against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +35,9 @@ pub(crate) struct TopicState {
     pub(crate) retry_streak: u32,
     /// Round-robin position for `Balanced`, per topic as in the SDK.
     pub(crate) balanced_cursor: u32,
+    /// Partitions our own writes are known to have brought the topic to at least: explicit
+    /// partition ids below it are not out of range, whatever a lagging read says.
+    pub(crate) added_floor: u32,
 }
 
 impl Routing {
@@ -65,6 +69,62 @@ impl Routing {
         }
     }
 
+    /// What one of our own metadata writes says about a topic, known under the watermark
+    /// the write moved to (a topic we created), or a floor under its count (partitions we
+    /// added). A read may still be answered by a node that has not applied the
+    /// write (the real cluster's followers lag their leader by up to half a second and
+    /// answer "absent" meanwhile), so the write's own answer is worth more than a read.
+    pub(super) fn learn_own_write(&mut self, now: Instant, admin: &AdminRequest, reply: &Reply) {
+        match (admin, reply) {
+            (AdminRequest::CreateTopic { stream, .. }, Reply::Topic(Some(details))) => {
+                let summary = &details.summary;
+                let names = [
+                    Identifier::Numeric(summary.id),
+                    Identifier::Named(summary.name.clone()),
+                ];
+                for name in names {
+                    let key = super::topic_key(stream, &name);
+                    self.know_count(now, &key, summary.partitions_count);
+                }
+            }
+            (
+                AdminRequest::CreatePartitions {
+                    stream,
+                    topic,
+                    partitions_count,
+                },
+                Reply::PartitionsCreated,
+            ) => {
+                // The count we knew may or may not include this write already (a read
+                // answered after it committed), so the sum is only a floor for explicit
+                // partition ids: a send to a partition we just added is not refused as out
+                // of range because a lagging node still reports the old count. Keyed and
+                // balanced sends keep resolving against counts read from the cluster.
+                let key = super::topic_key(stream, topic);
+                if let Some(state) = self.topics.get_mut(&key)
+                    && let Some((count, _)) = state.info
+                {
+                    let floor = count.saturating_add(*partitions_count);
+                    state.added_floor = state.added_floor.max(floor);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A partition count known fresh under the current watermark: requests waiting for the
+    /// topic go on with it, and a read still in flight cannot overwrite it.
+    fn know_count(&mut self, now: Instant, topic: &TopicKey, count: u32) {
+        let watermark = self.watermark;
+        let state = self.topics.entry(topic.clone()).or_default();
+        state.info = Some((count, watermark));
+        state.retry_streak = 0;
+        let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
+        for id in waiting {
+            self.resolve(now, id, topic, count, Known::Fresh);
+        }
+    }
+
     /// The answer to a `FetchTopic`.
     pub fn handle_topic(&mut self, now: Instant, topic: &TopicKey, answer: TopicAnswer) {
         let now = self.clock(now);
@@ -73,6 +133,17 @@ impl Routing {
             return;
         };
         state.fetch_in_flight = false;
+        if let Some((count, seen)) = state.info
+            && seen >= watermark
+        {
+            // Already known under the current watermark (from our own write, while this
+            // read was in flight): a read can only be as new, or older.
+            let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
+            for id in waiting {
+                self.resolve(now, id, topic, count, Known::Fresh);
+            }
+            return;
+        }
         match answer {
             TopicAnswer::Found { partitions_count } if state.fetch_watermark < watermark => {
                 // A metadata write of ours committed while the read was in flight: the
@@ -134,7 +205,10 @@ impl Routing {
         let Some(pending) = self.pending.get(&id) else {
             return;
         };
-        let cursor = self.topics.get(topic).map_or(0, |t| t.balanced_cursor);
+        let (cursor, floor) = self
+            .topics
+            .get(topic)
+            .map_or((0, 0), |t| (t.balanced_cursor, t.added_floor));
         let chosen = choose_partition(&pending.request, count, cursor);
         if matches!(&pending.request, Request::Send(send) if send.partitioning == Partitioning::Balanced)
         {
@@ -142,7 +216,9 @@ impl Routing {
             state.balanced_cursor = state.balanced_cursor.wrapping_add(1);
         }
         let partition = match chosen {
-            Some(p) if p < count => p,
+            // Keyed and balanced choices are always below `count`; only an explicit id can
+            // fall between the count read and the floor of our own additions.
+            Some(p) if p < count.max(floor) => p,
             Some(_) if known == Known::Cached => {
                 if let Some(state) = self.topics.get_mut(topic) {
                     state.info = None;

@@ -1,0 +1,177 @@
+//! Scenario tests of the routing layer: what our own metadata writes teach it. The real
+//! cluster's followers answer reads with the state from before a write for up to half a
+//! second (a topic just created reads as absent, partitions just added are missing), so
+//! the answer of the write itself is trusted over a later read.
+#![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
+
+mod support;
+
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::routing::{Attempt, Routing, Target, TopicAnswer};
+use iggy_route_core::wire::{Identifier, Message, Name, TopicDetails, TopicSummary};
+use iggy_route_core::{AdminRequest, NodeId, Reply, Request, RequestId, SendRequest};
+use support::*;
+
+fn named(name: &str) -> Identifier {
+    Identifier::Named(Name::new(name).unwrap())
+}
+
+fn send_to(stream: Identifier, topic: Identifier, partition: u32) -> Request {
+    Request::Send(SendRequest {
+        stream,
+        topic,
+        partitioning: Partitioning::PartitionId(partition),
+        messages: vec![Message::default()],
+    })
+}
+
+/// A routing layer whose roster names node 0 as the metadata leader.
+fn with_leader() -> (std::time::Instant, Routing) {
+    let t0 = origin();
+    let mut routing = Routing::new(config(), 5, t0);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+    drain(&mut routing);
+    (t0, routing)
+}
+
+/// Runs one metadata write through the leader lane and answers it with `reply`, the way
+/// the link layer does: the reply's commit moves the watermark first.
+fn write(routing: &mut Routing, t0: std::time::Instant, admin: AdminRequest, reply: Reply) {
+    let id = routing.submit(t0, Request::Admin(admin)).unwrap();
+    let mut decisions = drain(routing);
+    if decisions == ["fetch roster"] {
+        // The metadata leader's lane reads the roster when it is first used.
+        routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+        decisions = drain(routing);
+    }
+    assert_eq!(decisions, [format!("write {id} -> node0")]);
+    let watermark = routing.watermark() + 10;
+    routing.handle_watermark(t0, watermark);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Done(reply));
+}
+
+fn primary(node: u32) -> iggy_route_core::routing::RouteAnswer {
+    iggy_route_core::routing::RouteAnswer::Primary {
+        node: NodeId(node),
+        watermark: 0,
+    }
+}
+
+fn created_topic(id: u32, name: &str, partitions_count: u32) -> Reply {
+    Reply::Topic(Some(TopicDetails {
+        summary: TopicSummary {
+            id,
+            created_at: 1,
+            partitions_count,
+            message_expiry: 0,
+            compression: 1,
+            max_topic_size: 0,
+            size_bytes: 0,
+            messages_count: 0,
+            name: Name::new(name).unwrap(),
+        },
+        partitions: Vec::new(),
+    }))
+}
+
+#[test]
+fn a_topic_we_created_is_sent_to_without_a_read_that_a_follower_could_answer_absent() {
+    let (t0, mut routing) = with_leader();
+    let create = AdminRequest::CreateTopic {
+        stream: named("orders"),
+        name: Name::new("events").unwrap(),
+        partitions_count: 3,
+    };
+    write(&mut routing, t0, create, created_topic(4, "events", 3));
+    drain(&mut routing);
+    for topic in [named("events"), Identifier::Numeric(4)] {
+        let id = routing
+            .submit(t0, send_to(named("orders"), topic.clone(), 2))
+            .unwrap();
+        assert_eq!(
+            drain(&mut routing),
+            ["lookup 2"],
+            "{id}: no topic read after our own create"
+        );
+        let key = iggy_route_core::PartitionKey {
+            topic: iggy_route_core::TopicKey {
+                stream: named("orders"),
+                topic,
+            },
+            partition: 2,
+        };
+        routing.handle_route(t0, &key, primary(1));
+        drain(&mut routing);
+    }
+}
+
+#[test]
+fn a_read_in_flight_during_our_create_cannot_unlearn_the_topic() {
+    let (t0, mut routing) = with_leader();
+    let waiting: RequestId = routing
+        .submit(t0, send_to(named("orders"), named("events"), 1))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    let create = AdminRequest::CreateTopic {
+        stream: named("orders"),
+        name: Name::new("events").unwrap(),
+        partitions_count: 2,
+    };
+    write(&mut routing, t0, create, created_topic(1, "events", 2));
+    let decisions = drain(&mut routing);
+    assert!(decisions.contains(&"lookup 1".to_owned()), "{decisions:?}");
+    // The read sent before the create is answered by a lagging node: "absent".
+    let key = iggy_route_core::TopicKey {
+        stream: named("orders"),
+        topic: named("events"),
+    };
+    routing.handle_topic(t0, &key, TopicAnswer::NotFound);
+    assert!(drain(&mut routing).is_empty());
+    assert_eq!(routing.partition_count(&key), Some(2));
+    let _ = waiting;
+}
+
+#[test]
+fn partitions_we_added_are_sent_to_without_a_read_that_a_follower_could_answer_short() {
+    let (t0, mut routing) = with_leader();
+    let key = topic();
+    let first = routing
+        .submit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(
+        t0,
+        &key,
+        TopicAnswer::Found {
+            partitions_count: 3,
+        },
+    );
+    assert_eq!(drain(&mut routing), ["lookup 0"]);
+    routing.handle_route(t0, &partition(0), primary(1));
+    drain(&mut routing);
+    let add = AdminRequest::CreatePartitions {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitions_count: 2,
+    };
+    write(&mut routing, t0, add, Reply::PartitionsCreated);
+    drain(&mut routing);
+    let id = routing
+        .submit(t0, send(Partitioning::PartitionId(4)))
+        .unwrap();
+    // The watermark moved, so the count is read again; a lagging node still says 3.
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(
+        t0,
+        &key,
+        TopicAnswer::Found {
+            partitions_count: 3,
+        },
+    );
+    assert_eq!(
+        drain(&mut routing),
+        ["lookup 4"],
+        "{id}: a partition we added is not out of range because a read lags"
+    );
+    let _ = first;
+}
