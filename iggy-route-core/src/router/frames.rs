@@ -499,11 +499,14 @@ fn decode_reply(
 }
 
 /// Why a reply does not answer the exchange in flight, if it does not. The request number
-/// is always echoed; the operation is checked on successes, where it decides how the body
-/// is read (an error reply has no body).
+/// is always echoed. The operation is not, to the letter: the real server answers a
+/// `CreateTopic` with the `CreateTopicWithAssignments` it turned it into. What a success's
+/// operation decides is how its body is read (with or without a result section), so that
+/// is what must agree.
 fn mismatch(in_flight: &InFlight, header: &ReplyHeader) -> Option<ProtocolViolation> {
     let sent = in_flight.sent;
-    let operation_differs = header.status == 0 && header.operation != sent.operation;
+    let operation_differs = header.status == 0
+        && header.operation.is_result_framed() != sent.operation.is_result_framed();
     (header.request != sent.request || operation_differs).then_some(
         ProtocolViolation::MismatchedReply {
             expected_request: sent.request,
