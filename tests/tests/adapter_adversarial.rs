@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use iggy_route_core::client::ClientError;
-use iggy_route_core::wire::{TopicDetails, code};
+use iggy_route_core::wire::code;
 use iggy_route_core::{Config, ConfigError, ConnectionStringError, RequestError, SendReceipt};
+use iggy_route_tests::scripted::checks::{assert_genuine, assert_our_topic};
 use iggy_route_tests::scripted::clients::{Adapter, TestClient, short_config};
-use iggy_route_tests::scripted::{Arrival, BOGUS_OFFSET, Fault, On, ScriptedNode, TOPIC_NAME};
+use iggy_route_tests::scripted::{Arrival, Fault, On, ScriptedNode};
 
 /// The attempt timeout of `short_config`: a failure a test provokes must show before it.
 const ATTEMPT: Duration = Duration::from_secs(2);
@@ -38,29 +39,6 @@ fn tagged(tag: u64) -> Bytes {
     let mut payload = tag.to_le_bytes().to_vec();
     payload.extend_from_slice(b"-adversarial");
     Bytes::from(payload)
-}
-
-fn assert_our_topic(topic: Option<TopicDetails>) {
-    let topic = topic.expect("topic 1/1 exists");
-    assert_eq!(topic.summary.name.as_str(), TOPIC_NAME, "{topic:?}");
-    assert_eq!(topic.summary.partitions_count, 3);
-}
-
-/// A success must be the reply to this very request: the node stored exactly this payload
-/// in this partition, at the offset the receipt names.
-fn assert_genuine(node: &ScriptedNode, receipt: &SendReceipt, partition: u32, payload: &Bytes) {
-    let offset = receipt.base_offset.expect("the node always confirms");
-    assert!(
-        offset < BOGUS_OFFSET,
-        "a bogus reply was taken: {receipt:?}"
-    );
-    let stored = node.stored();
-    let batch = stored
-        .iter()
-        .find(|b| b.payloads.first() == Some(payload))
-        .unwrap_or_else(|| panic!("no batch with this payload stored; receipt {receipt:?}"));
-    assert_eq!((batch.partition, batch.base_offset), (partition, offset));
-    assert_eq!(receipt.partition_id, partition);
 }
 
 fn send_ok(client: &TestClient, node: &ScriptedNode, partition: u32, tag: u64) {

@@ -14,12 +14,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use iggy_route_core::client::ClientError;
-use iggy_route_core::wire::{TopicDetails, code};
+use iggy_route_core::wire::code;
 use iggy_route_core::{RequestError, SendReceipt};
+use iggy_route_tests::scripted::checks::{assert_genuine, assert_our_topic};
 use iggy_route_tests::scripted::clients::{Adapter, TestClient, short_config};
-use iggy_route_tests::scripted::{
-    BOGUS_OFFSET, Delivery, Fault, On, Reading, ScriptedNode, TOPIC_NAME,
-};
+use iggy_route_tests::scripted::{Delivery, Fault, On, Reading, ScriptedNode};
 
 /// The largest single allocation this process has asked for, so a test can show that a
 /// frame header announcing gigabytes did not make the client reserve them.
@@ -74,29 +73,6 @@ fn tagged(tag: u64, len: usize) -> Bytes {
     let mut payload = tag.to_le_bytes().to_vec();
     payload.extend((8..len.max(8)).map(|i| (i as u64).wrapping_mul(31).wrapping_add(tag) as u8));
     Bytes::from(payload)
-}
-
-fn assert_our_topic(topic: Option<TopicDetails>) {
-    let topic = topic.expect("topic 1/1 exists");
-    assert_eq!(topic.summary.name.as_str(), TOPIC_NAME, "{topic:?}");
-    assert_eq!(topic.summary.partitions_count, 3);
-}
-
-/// A success must be the reply to this very request: the node stored exactly this payload
-/// in this partition, at the offset the receipt names.
-fn assert_genuine(node: &ScriptedNode, receipt: &SendReceipt, partition: u32, payload: &Bytes) {
-    let offset = receipt.base_offset.expect("the node always confirms");
-    assert!(
-        offset < BOGUS_OFFSET,
-        "a reply to nothing was taken: {receipt:?}"
-    );
-    let stored = node.stored();
-    let batch = stored
-        .iter()
-        .find(|b| b.payloads.first() == Some(payload))
-        .unwrap_or_else(|| panic!("no batch with this payload stored; receipt {receipt:?}"));
-    assert_eq!((batch.partition, batch.base_offset), (partition, offset));
-    assert_eq!(receipt.partition_id, partition);
 }
 
 /// A failure must be typed, from the request's own life (never a panic or a closed client).

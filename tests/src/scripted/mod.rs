@@ -20,6 +20,7 @@
 // same `InvalidCommand`: listing the operations it never sees would say nothing more.
 #![allow(clippy::wildcard_enum_match_arm)]
 
+pub mod checks;
 pub mod clients;
 
 use std::collections::{BTreeMap, VecDeque};
