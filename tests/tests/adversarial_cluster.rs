@@ -1,6 +1,7 @@
 //! Both adapters against the loopback cluster while its nodes misbehave in turn: a primary
 //! that answers 57 and commits nothing, a coordinator whose route answers name a backup,
-//! a node that writes every reply twice, and one that answers every frame with garbage.
+//! a node that writes every reply twice, one that answers every frame with garbage, and one
+//! that puts a reply to a request never sent in front of every reply.
 //! Throughout, nothing is acknowledged that the cluster did not store, nothing is stored
 //! twice, the session never moves, and once the misbehaviour ends every partition takes
 //! sends again.
@@ -20,11 +21,12 @@ use iggy_route_tests::scripted::clients::{Adapter, TestClient, short_config};
 const PARTITIONS: u32 = 3;
 
 /// One phase of the run: which node misbehaves how, for how long.
-const PHASES: [(usize, Misbehaviour, u64); 4] = [
+const PHASES: [(usize, Misbehaviour, u64); 5] = [
     (1, Misbehaviour::NotCommitted, 400),
     (0, Misbehaviour::LyingRoutes, 400),
     (2, Misbehaviour::DuplicateReplies, 300),
     (2, Misbehaviour::Garbage, 300),
+    (1, Misbehaviour::StrayReplies, 300),
 ];
 
 fn run(adapter: Adapter) {
@@ -92,6 +94,7 @@ fn run(adapter: Adapter) {
     assert!(counts.lies > 0, "{counts:?}");
     assert!(counts.duplicated > 0, "{counts:?}");
     assert!(counts.garbage > 0, "{counts:?}");
+    assert!(counts.strays > 0, "{counts:?}");
     assert!(stats.replays > 0, "{stats:?}");
     assert!(stats.protocol_violations > 0, "{stats:?}");
     assert_eq!(stats.session_moves, 0, "{stats:?}");

@@ -37,7 +37,13 @@ pub enum Misbehaviour {
     LyingRoutes,
     /// Every frame is answered with garbage.
     Garbage,
+    /// Every reply is preceded by a reply to a request never sent (the loopback driver's
+    /// form of the simulation's stray replies).
+    StrayReplies,
 }
+
+/// How many behaviours there are (the slots of each node's table).
+const BEHAVIOURS: usize = 5;
 
 /// How often each adversarial behaviour acted, over a run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -57,7 +63,7 @@ pub struct AdversaryCounts {
 /// Per node, until when each behaviour lasts.
 #[derive(Debug)]
 pub struct Adversary {
-    until: Vec<[Duration; 4]>,
+    until: Vec<[Duration; BEHAVIOURS]>,
     /// What acted so far.
     pub counts: AdversaryCounts,
 }
@@ -75,7 +81,7 @@ impl Adversary {
     /// No misbehaviour on any of `nodes` nodes.
     pub fn new(nodes: usize) -> Self {
         Self {
-            until: vec![[Duration::ZERO; 4]; nodes],
+            until: vec![[Duration::ZERO; BEHAVIOURS]; nodes],
             counts: AdversaryCounts::default(),
         }
     }
@@ -148,6 +154,15 @@ impl Adversary {
                 }
                 None => reply,
             }
+        } else {
+            reply
+        };
+        let reply = if self.active(node, Misbehaviour::StrayReplies, now) {
+            let stray = self.stray_reply(header.request);
+            let mut both = BytesMut::with_capacity(stray.len() + reply.len());
+            both.extend_from_slice(&stray);
+            both.extend_from_slice(&reply);
+            both.freeze()
         } else {
             reply
         };
