@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use iggy_route_core::Config;
 use iggy_route_tokio::{Client, ClientError, Identifier, Message, Partitioning};
 
 use super::Load;
@@ -93,8 +94,30 @@ pub async fn ensure_topic(
     Ok((stream, topic))
 }
 
-/// Messages in every partition of the topic, as the cluster reports them.
-pub async fn stored_messages(client: &Client, stream: u32, topic: u32) -> Option<u64> {
-    let details = client.get_topic(stream, topic).await.ok()??;
-    Some(details.partitions.iter().map(|p| p.messages_count).sum())
+/// Messages in every partition of the topic, counted where they were admitted: each node
+/// of `config.seeds` is asked on a session of its own, and each partition counts with the
+/// largest count any node reports. A real cluster's backups (and so a coordinator that
+/// leads nothing) learn of a commit up to half a second late, so one node's answer right
+/// after a run can fall short of what its primaries stored. `None` when no node answered.
+pub async fn stored_messages(config: &Config, stream: u32, topic: u32) -> Option<u64> {
+    let mut most: Vec<u64> = Vec::new();
+    let mut answered = false;
+    for seed in &config.seeds {
+        let mut one = config.clone();
+        one.seeds = vec![seed.clone()];
+        let Ok(client) = Client::connect(one).await else {
+            continue;
+        };
+        if let Ok(Some(details)) = client.get_topic(stream, topic).await {
+            answered = true;
+            for (index, partition) in details.partitions.iter().enumerate() {
+                if most.len() <= index {
+                    most.resize(index + 1, 0);
+                }
+                most[index] = most[index].max(partition.messages_count);
+            }
+        }
+        client.shutdown().await;
+    }
+    answered.then(|| most.iter().sum())
 }

@@ -122,11 +122,18 @@ pub fn run_external(
     let stored_count = || {
         runtimes
             .clients
-            .block_on(route_tokio::stored_messages(&admin, stream, topic))
+            .block_on(route_tokio::stored_messages(&config, stream, topic))
     };
     let stored_before = stored_count();
     let label = format!("{client} external");
-    let row = run_route(runtimes, client, config, (stream, topic), load, label);
+    let row = run_route(
+        runtimes,
+        client,
+        config.clone(),
+        (stream, topic),
+        load,
+        label,
+    );
     let stored_after = stored_count();
     runtimes.clients.block_on(admin.shutdown());
     let mut row = row?;
