@@ -57,6 +57,18 @@ impl Harness {
         harness
     }
 
+    /// From now on the node writes `sends(reply)` for each send instead of its reply, and
+    /// answers everything else as the fake cluster does.
+    fn on_sends(&mut self, mut sends: impl FnMut(Bytes) -> Vec<Bytes> + 'static) {
+        self.script = Box::new(move |name, reply| {
+            if name.starts_with("SEND") {
+                sends(reply)
+            } else {
+                vec![reply]
+            }
+        });
+    }
+
     /// Drains outputs: connects at once and answers every frame through the script.
     fn run(&mut self) {
         for _ in 0..100_000 {
@@ -229,13 +241,7 @@ fn a_57_for_ever_runs_out_of_replays_before_a_long_deadline_and_the_outcome_is_u
 fn a_reply_with_another_request_number_is_never_taken_as_a_success() {
     let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
     h.send(0);
-    h.script = Box::new(|name, reply| {
-        if name.starts_with("SEND") {
-            vec![with_request_number(&reply, 999)]
-        } else {
-            vec![reply]
-        }
-    });
+    h.on_sends(|reply| vec![with_request_number(&reply, 999)]);
     let stray = h.send(0);
     assert!(
         matches!(h.outcome(stray), Err(RequestError::OutcomeUnknown { .. })),
@@ -259,13 +265,7 @@ fn a_reply_with_another_request_number_is_never_taken_as_a_success() {
 fn an_undecodable_success_body_for_a_send_is_unknown_not_a_success() {
     let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
     h.send(0);
-    h.script = Box::new(|name, reply| {
-        if name.starts_with("SEND") {
-            vec![with_body(&reply, &[0xFF; 7])]
-        } else {
-            vec![reply]
-        }
-    });
+    h.on_sends(|reply| vec![with_body(&reply, &[0xFF; 7])]);
     let garbled = h.send(0);
     assert!(
         matches!(h.outcome(garbled), Err(RequestError::OutcomeUnknown { .. })),
@@ -280,13 +280,7 @@ fn an_undecodable_success_body_for_a_send_is_unknown_not_a_success() {
         }
     )));
     // An empty success body is still a success without a confirmation (as in the SDK).
-    h.script = Box::new(|name, reply| {
-        if name.starts_with("SEND") {
-            vec![with_body(&reply, &[])]
-        } else {
-            vec![reply]
-        }
-    });
+    h.on_sends(|reply| vec![with_body(&reply, &[])]);
     let bare = h.send(0);
     h.advance_to(Duration::from_secs(1));
     match h.outcome(bare) {
@@ -301,13 +295,7 @@ fn a_duplicated_reply_closes_the_link_and_the_next_write_is_never_answered_by_it
     h.send(0);
     // The node writes each send's reply twice. The first copy answers the send; the second
     // arrives with nothing in flight.
-    h.script = Box::new(|name, reply| {
-        if name.starts_with("SEND") {
-            vec![reply.clone(), reply]
-        } else {
-            vec![reply]
-        }
-    });
+    h.on_sends(|reply| vec![reply.clone(), reply]);
     let first = h.send(0);
     assert!(h.outcome(first).is_ok(), "{:?}", h.outcome(first));
     assert!(h.events.iter().any(|e| matches!(
@@ -319,16 +307,10 @@ fn a_duplicated_reply_closes_the_link_and_the_next_write_is_never_answered_by_it
     )));
     // The stale copy of a send's reply, delivered while the next send is in flight, has
     // the previous request number: a mismatch, so the next send is unknown, not a success.
-    let stale: std::rc::Rc<std::cell::RefCell<Option<Bytes>>> = Default::default();
-    let keep = std::rc::Rc::clone(&stale);
-    h.script = Box::new(move |name, reply| {
-        if !name.starts_with("SEND") {
-            return vec![reply];
-        }
-        match keep.borrow_mut().replace(reply.clone()) {
-            Some(previous) => vec![previous],
-            None => vec![reply],
-        }
+    let mut previous: Option<Bytes> = None;
+    h.on_sends(move |reply| match previous.replace(reply.clone()) {
+        Some(stale) => vec![stale],
+        None => vec![reply],
     });
     let second = h.send(0);
     assert!(h.outcome(second).is_ok());
@@ -370,13 +352,7 @@ fn the_start_of_a_duplicate_in_the_same_read_closes_the_link_before_the_next_req
     h.send(0);
     // The node writes the reply and then the first 100 bytes of a copy of it. The copy's
     // rest would arrive later, glued to the front of the next reply.
-    h.script = Box::new(|name, reply| {
-        if name.starts_with("SEND") {
-            vec![reply.clone(), reply.slice(..100)]
-        } else {
-            vec![reply]
-        }
-    });
+    h.on_sends(|reply| vec![reply.clone(), reply.slice(..100)]);
     let first = h.send(0);
     assert!(h.outcome(first).is_ok(), "{:?}", h.outcome(first));
     assert!(h.events.iter().any(|e| matches!(

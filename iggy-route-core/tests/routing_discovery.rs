@@ -37,13 +37,11 @@ fn found(t0: std::time::Instant, routing: &mut Routing) {
 #[test]
 fn the_routing_commands_are_probed_by_one_lookup_not_one_per_partition() {
     let (t0, mut routing) = fresh();
-    let more: Vec<_> = (1..3)
-        .map(|p| {
-            routing
-                .submit(t0, send(Partitioning::PartitionId(p)))
-                .unwrap()
-        })
-        .collect();
+    for p in 1..3 {
+        routing
+            .submit(t0, send(Partitioning::PartitionId(p)))
+            .unwrap();
+    }
     assert_eq!(
         drain(&mut routing),
         ["lookup 0"],
@@ -61,7 +59,6 @@ fn the_routing_commands_are_probed_by_one_lookup_not_one_per_partition() {
         "every partition goes on by discovery at once: {decisions:?}"
     );
     assert!(decisions.contains(&format!("{:?}", Event::DiscoveryByRefusal)));
-    assert_eq!(more.len(), 2);
 }
 
 #[test]
@@ -93,8 +90,9 @@ fn a_primary_found_by_refusal_stays_known_after_a_metadata_write() {
     drain(&mut routing);
     routing.handle_route(t0, &partition(0), RouteAnswer::Unsupported);
     drain(&mut routing);
-    // Partition 0's first send: node 0 refuses, node 1 admits.
-    let first = RequestIdOf::first();
+    // Partition 0's first send (the first request, `fresh`'s): node 0 refuses, node 1
+    // admits.
+    let first = iggy_route_core::RequestId(1);
     routing.handle_result(t0, first, Target::Node(NodeId(0)), Attempt::Refused);
     assert_eq!(drain(&mut routing)[1], format!("write {first} -> node1"));
     routing.handle_result(t0, first, Target::Node(NodeId(1)), sent(1));
@@ -120,13 +118,4 @@ fn a_primary_found_by_refusal_stays_known_after_a_metadata_write() {
         assert_eq!(drain(&mut routing), [format!("completed {id} ok")]);
     }
     assert_eq!(routing.stats().refusals, 1);
-}
-
-/// The id of the first request a fresh routing layer accepts.
-struct RequestIdOf;
-
-impl RequestIdOf {
-    fn first() -> iggy_route_core::RequestId {
-        iggy_route_core::RequestId(1)
-    }
 }

@@ -9,7 +9,7 @@ mod support;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, Routing, Target, TopicAnswer};
 use iggy_route_core::wire::{Identifier, Message, Name, TopicDetails, TopicSummary};
-use iggy_route_core::{AdminRequest, NodeId, Reply, Request, RequestId, SendRequest};
+use iggy_route_core::{AdminRequest, NodeId, Reply, Request, SendRequest};
 use support::*;
 
 fn named(name: &str) -> Identifier {
@@ -108,7 +108,7 @@ fn a_topic_we_created_is_sent_to_without_a_read_that_a_follower_could_answer_abs
 #[test]
 fn a_read_in_flight_during_our_create_cannot_unlearn_the_topic() {
     let (t0, mut routing) = with_leader();
-    let waiting: RequestId = routing
+    routing
         .submit(t0, send_to(named("orders"), named("events"), 1))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
@@ -128,14 +128,13 @@ fn a_read_in_flight_during_our_create_cannot_unlearn_the_topic() {
     routing.handle_topic(t0, &key, TopicAnswer::NotFound);
     assert!(drain(&mut routing).is_empty());
     assert_eq!(routing.partition_count(&key), Some(2));
-    let _ = waiting;
 }
 
 #[test]
 fn partitions_we_added_are_sent_to_without_a_read_that_a_follower_could_answer_short() {
     let (t0, mut routing) = with_leader();
     let key = topic();
-    let first = routing
+    routing
         .submit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
@@ -173,5 +172,4 @@ fn partitions_we_added_are_sent_to_without_a_read_that_a_follower_could_answer_s
         ["lookup 4"],
         "{id}: a partition we added is not out of range because a read lags"
     );
-    let _ = first;
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 use tracing::{debug, info};
 
-use super::link::{InFlight, Job, Link, LinkState};
+use super::link::{Job, Link, LinkState};
 use super::{CoordJob, Output, Router};
 use crate::config::Credentials;
 use crate::event::{Event, LinkRole};
@@ -274,19 +274,11 @@ impl Router {
                     };
                     // Waiting to replay a 57: nothing is on the wire, so no attempt timeout
                     // runs; the wait ends at the replay or when the request is over.
-                    // Only requests are ever replayed (a 57 to anything else is no reply).
-                    let request_over = match &in_flight.job {
-                        Job::Request(id, _) => self
-                            .routing
-                            .pending(*id)
-                            .map_or(self.last_now, |pending| pending.deadline),
-                        Job::Login
-                        | Job::Ping
-                        | Job::Roster
-                        | Job::Route(_)
-                        | Job::Topic(_)
-                        | Job::Attach(_) => replay_at,
-                    };
+                    let request_over = in_flight.request().map_or(replay_at, |id| {
+                        self.routing
+                            .pending(id)
+                            .map_or(self.last_now, |pending| pending.deadline)
+                    });
                     return Some(replay_at.min(request_over));
                 }
                 let heartbeat = link.last_sent + self.config.heartbeat_interval;
@@ -337,16 +329,13 @@ impl Router {
         let Some(link) = self.links.get(&link_id) else {
             return;
         };
-        if let Some(InFlight {
-            job: Job::Request(request, _),
-            replays,
-            ..
-        }) = &link.in_flight
+        if let Some(in_flight) = &link.in_flight
+            && let Some(request) = in_flight.request()
         {
             let event = Event::ReplaysExhausted {
-                request: *request,
+                request,
                 node: link.node,
-                replays: *replays,
+                replays: in_flight.replays,
             };
             self.outputs.push_back(Output::Event(event));
         }
@@ -373,17 +362,9 @@ impl Router {
                             Some(at) => {
                                 // A replay is written only for a request still wanted: past
                                 // its deadline nothing more is written for it.
-                                let wanted = match &in_flight.job {
-                                    Job::Request(request, _) => {
-                                        self.routing.pending(*request).is_some()
-                                    }
-                                    Job::Login
-                                    | Job::Ping
-                                    | Job::Roster
-                                    | Job::Route(_)
-                                    | Job::Topic(_)
-                                    | Job::Attach(_) => true,
-                                };
+                                let wanted = in_flight
+                                    .request()
+                                    .is_none_or(|request| self.routing.pending(request).is_some());
                                 if !wanted {
                                     self.give_up_replay(now, id);
                                 } else if at <= now {

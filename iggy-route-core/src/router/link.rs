@@ -57,6 +57,22 @@ pub(crate) struct Sealed {
     pub(crate) operation: Operation,
 }
 
+impl InFlight {
+    /// The caller's request this exchange carries, if any: only those are answered 57 and
+    /// replayed.
+    pub(crate) fn request(&self) -> Option<RequestId> {
+        match &self.job {
+            Job::Request(request, _) => Some(*request),
+            Job::Login
+            | Job::Ping
+            | Job::Roster
+            | Job::Route(_)
+            | Job::Topic(_)
+            | Job::Attach(_) => None,
+        }
+    }
+}
+
 impl std::fmt::Debug for InFlight {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InFlight")

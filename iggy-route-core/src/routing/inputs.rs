@@ -191,7 +191,7 @@ impl Routing {
         if was_probe {
             self.probe = None;
         }
-        self.route_answered(now, &key, partition, answer);
+        self.route_answered(now, key, partition, answer);
         if was_probe {
             // The lanes that waited for the probe go on: with the routing commands known,
             // or with one of them asking next.
@@ -205,11 +205,10 @@ impl Routing {
     fn route_answered(
         &mut self,
         now: Instant,
-        key: &LaneKey,
+        key: LaneKey,
         partition: &PartitionKey,
         answer: RouteAnswer,
     ) {
-        let key = key.clone();
         let Some(lane) = self.lanes.get_mut(&key) else {
             return;
         };

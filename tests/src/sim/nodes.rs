@@ -59,6 +59,8 @@ pub struct SimNodes {
     pub adversary: Adversary,
     /// The workload's topic, once created: whose partitions a not-committing node leads.
     topic: Option<SimTopic>,
+    /// The nodes' addresses, in node order (they never change in a run).
+    addrs: Vec<SocketAddr>,
 }
 
 /// The stream, topic and partition count the workload writes to.
@@ -79,9 +81,12 @@ impl SimNodes {
         config.routing_commands = routing_commands;
         config.name = "iggy-route-sim".to_owned();
         let mut state = ClusterState::new(&config);
+        let mut addrs = Vec::with_capacity(nodes);
         for node in 0..nodes {
             let port = BASE_PORT + u16::try_from(node).unwrap_or(0);
-            state.set_node_addr(node, SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+            state.set_node_addr(node, addr);
+            addrs.push(addr);
         }
         Self {
             state,
@@ -90,6 +95,7 @@ impl SimNodes {
             conns: BTreeMap::new(),
             adversary: Adversary::new(nodes),
             topic: None,
+            addrs,
         }
     }
 
@@ -187,7 +193,6 @@ impl SimNodes {
         now_micros: u64,
     ) -> Received {
         let mut received = Received::default();
-        let addrs: Vec<SocketAddr> = self.state.nodes().iter().map(|n| n.addr).collect();
         let Some(conn) = self.conns.get_mut(&id) else {
             return received;
         };
@@ -219,7 +224,8 @@ impl SimNodes {
                     }
                     match conn.model.handle(&mut self.state, node, header, body) {
                         Some(reply) => {
-                            let reply = self.adversary.reply(node, &addrs, now, &header, reply);
+                            let addrs = &self.addrs;
+                            let reply = self.adversary.reply(node, addrs, now, &header, reply);
                             received.replies.push(reply);
                         }
                         None => {
