@@ -53,7 +53,7 @@ pub mod routing;
 
 pub use config::{
     AddressProblem, Config, ConfigBuilder, ConfigError, ConnectionStringError, Credentials,
-    CredentialsProblem, Delivery,
+    CredentialsProblem, Delivery, PollFrom,
 };
 pub use event::{Event, LinkRole, ProtocolViolation, Stats};
 pub use ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};

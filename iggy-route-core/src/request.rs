@@ -111,6 +111,19 @@ pub enum AdminRequest {
     },
 }
 
+impl AdminRequest {
+    /// Whether it changes the cluster's metadata (a replicated write on the metadata leader)
+    /// rather than reading it.
+    pub fn is_write(&self) -> bool {
+        match self {
+            Self::CreateStream { .. }
+            | Self::CreateTopic { .. }
+            | Self::CreatePartitions { .. } => true,
+            Self::GetStream { .. } | Self::GetTopic { .. } => false,
+        }
+    }
+}
+
 /// A successful outcome.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

@@ -173,3 +173,109 @@ fn partitions_we_added_are_sent_to_without_a_read_that_a_follower_could_answer_s
         "{id}: a partition we added is not out of range because a read lags"
     );
 }
+
+fn created_stream(id: u32, name: &str) -> Reply {
+    Reply::Stream(Some(iggy_route_core::wire::StreamDetails {
+        id,
+        created_at: 1,
+        topics_count: 0,
+        size_bytes: 0,
+        messages_count: 0,
+        name: Name::new(name).unwrap(),
+        topics: Vec::new(),
+    }))
+}
+
+#[test]
+fn a_topic_read_as_absent_soon_after_our_write_is_read_again_and_believed_only_later() {
+    let (t0, mut routing) = with_leader();
+    let create = AdminRequest::CreateStream {
+        name: Name::new("orders").unwrap(),
+    };
+    write(&mut routing, t0, create, created_stream(3, "orders"));
+    drain(&mut routing);
+    // A send that names the topic another way than our write did (here: a topic someone
+    // else made in our new stream) needs a read, and the follower answers "absent".
+    let id = routing
+        .submit(t0, send_to(named("orders"), named("events"), 0))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    let key = iggy_route_core::TopicKey {
+        stream: named("orders"),
+        topic: named("events"),
+    };
+    routing.handle_topic(t0, &key, TopicAnswer::NotFound);
+    assert_eq!(
+        drain(&mut routing),
+        Vec::<String>::new(),
+        "{id} not failed yet"
+    );
+    let again = routing.poll_timeout().unwrap();
+    assert!(again <= t0 + std::time::Duration::from_millis(10));
+    routing.handle_timeout(again);
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    // A second later the answer is believed.
+    let later = t0 + std::time::Duration::from_millis(1_001);
+    routing.handle_topic(later, &key, TopicAnswer::NotFound);
+    assert_eq!(drain(&mut routing), [format!("completed {id} err")]);
+}
+
+#[test]
+fn the_callers_own_read_after_its_create_is_asked_again_while_it_reads_absent() {
+    let (t0, mut routing) = with_leader();
+    let create = AdminRequest::CreateStream {
+        name: Name::new("orders").unwrap(),
+    };
+    write(&mut routing, t0, create, created_stream(3, "orders"));
+    drain(&mut routing);
+    let read = routing
+        .submit(
+            t0,
+            Request::Admin(AdminRequest::GetStream {
+                stream: named("orders"),
+            }),
+        )
+        .unwrap();
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {read} -> coordinator")]
+    );
+    routing.handle_result(
+        t0,
+        read,
+        Target::Coordinator,
+        Attempt::Done(Reply::Stream(None)),
+    );
+    assert_eq!(drain(&mut routing), Vec::<String>::new());
+    let again = routing.poll_timeout().unwrap();
+    routing.handle_timeout(again);
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {read} -> coordinator")]
+    );
+    routing.handle_result(
+        again,
+        read,
+        Target::Coordinator,
+        Attempt::Done(created_stream(3, "orders")),
+    );
+    assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
+    // Without a write of ours in the last second, "absent" is final at once.
+    let later = t0 + std::time::Duration::from_secs(2);
+    let read = routing
+        .submit(
+            later,
+            Request::Admin(AdminRequest::GetStream {
+                stream: named("nothing"),
+            }),
+        )
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(
+        later,
+        read,
+        Target::Coordinator,
+        Attempt::Done(Reply::Stream(None)),
+    );
+    assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
+}

@@ -66,6 +66,21 @@ pub enum Delivery {
     AtLeastOnce,
 }
 
+/// Which node serves a poll of one partition (a poll that names its partition; auto-commit
+/// polls always go to the primary, the only node whose offset commit lasts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollFrom {
+    /// The partition's primary: a poll sees every send acknowledged before it (read your
+    /// writes). On a cluster without routing commands the primary is the node that admitted
+    /// this client's last write to the partition; before any write it is not known, and the
+    /// poll is served by a roster node, which may lag the primary (by up to ~500 ms on a
+    /// real cluster).
+    Primary,
+    /// Any replica: the coordinator's node serves the poll from its own copy, which may lag
+    /// the primary. Spreads read load off the primaries; gives up read-your-writes.
+    AnyReplica,
+}
+
 /// Router configuration. `Config::new` gives production defaults; every field is public.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -120,6 +135,14 @@ pub struct Config {
     pub max_nodes: usize,
     /// What to do with a send whose link closed while it was in flight.
     pub delivery: Delivery,
+    /// Which node serves a poll of one partition.
+    pub poll_from: PollFrom,
+    /// For this long after one of our own metadata writes, a read that says a stream or
+    /// topic does not exist is not believed but read again (with backoff, within the
+    /// request's deadline): the node that answered may not have applied the write yet (a
+    /// real cluster's followers lag their leader by up to half a second). Zero believes
+    /// every answer.
+    pub own_write_settle: Duration,
 }
 
 impl Config {
@@ -150,6 +173,8 @@ impl Config {
             max_frame_size: crate::wire::DEFAULT_MAX_FRAME_SIZE,
             max_nodes: 64,
             delivery: Delivery::AtMostOnce,
+            poll_from: PollFrom::Primary,
+            own_write_settle: Duration::from_secs(1),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Config, Credentials, Delivery};
+use super::{Config, Credentials, Delivery, PollFrom};
 use crate::wire::{HEADER_SIZE, Name};
 
 /// Why a configuration was not accepted. It names the field, never a credential's value.
@@ -108,6 +108,12 @@ impl Config {
                 return Err(ConfigError::TooLong { field });
             }
         }
+        // Zero is allowed here: it turns the distrust of reads after our writes off.
+        if self.own_write_settle > LONGEST {
+            return Err(ConfigError::TooLong {
+                field: "own_write_settle",
+            });
+        }
         let counts = [
             ("data_links_per_node", self.data_links_per_node),
             ("max_pending_requests", self.max_pending_requests),
@@ -202,6 +208,8 @@ impl ConfigBuilder {
         max_frame_size: u32,
         max_nodes: usize,
         delivery: Delivery,
+        poll_from: PollFrom,
+        own_write_settle: Duration,
     }
 
     /// The configuration, if every field is acceptable.

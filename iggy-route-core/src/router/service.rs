@@ -214,7 +214,11 @@ impl Router {
                 .handle_result(now, request, target, Attempt::NotSent);
             return;
         };
-        let routed = matches!(target, Target::Node(_)) && self.routing_supported();
+        // The routed forms (an auto-commit poll as 104, an offset write after an attach) on
+        // data links of clusters with routing commands; a plain poll is a plain 100 anywhere.
+        let routed = matches!(target, Target::Node(_))
+            && self.routing_supported()
+            && !matches!(&pending.request, crate::request::Request::Poll(poll) if !poll.auto_commit);
         let needs_attach = routed
             && matches!(
                 pending.request,

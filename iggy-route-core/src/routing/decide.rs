@@ -23,6 +23,17 @@ impl Routing {
         let Some(&head) = lane.queue.front() else {
             return;
         };
+        // Without routing commands nothing finds a poll's primary but our own writes.
+        if matches!(key, LaneKey::Partition(_))
+            && self.routing_commands == RoutingCommands::Unsupported
+            && self
+                .pending
+                .get(&head)
+                .is_some_and(|p| self.served_by_any_replica(&p.request))
+        {
+            self.release_read(now, key);
+            return;
+        }
         let refused_by = self.pending.get(&head).and_then(|p| p.refused_by);
         let usable = lane.route.filter(|route| {
             let fresh = matches!(key, LaneKey::MetadataLeader) || route.watermark >= watermark;
@@ -82,6 +93,38 @@ impl Routing {
             request: head,
             target: Target::Node(node),
         });
+    }
+
+    /// A plain poll on a cluster without routing commands: a backup serves it from its own
+    /// copy and never refuses, so discovery cannot find the primary with it. It is read from
+    /// the node that admitted this client's last write to the partition (a route gone stale
+    /// by a metadata write is still the best guess), else from the roster's nodes in order,
+    /// skipping nodes whose links failed this round.
+    fn release_read(&mut self, now: Instant, key: &LaneKey) {
+        let Some(lane) = self.lanes.get(key) else {
+            return;
+        };
+        let next = lane
+            .route
+            .map(|route| route.node)
+            .into_iter()
+            .chain(self.nodes.iter().copied())
+            .find(|node| !lane.tried.contains(node));
+        match next {
+            Some(node) => self.release(key, node),
+            None if self.nodes.is_empty() => self.fetch_roster(),
+            None => {
+                // Every node failed this round: wait before the next, as discovery does.
+                let Some(lane) = self.lanes.get_mut(key) else {
+                    return;
+                };
+                lane.tried.clear();
+                let streak = lane.backoff_streak;
+                lane.backoff_streak = streak.saturating_add(1);
+                let wait = self.backoff_for(streak);
+                self.set_lane_backoff(now, key, wait);
+            }
+        }
     }
 
     /// Discovery by refusal: the next roster node that has not refused in this round; when

@@ -11,7 +11,7 @@ use super::{
 use crate::config::Delivery;
 use crate::event::Event;
 use crate::ids::{NodeId, PartitionKey, RequestId};
-use crate::request::{Request, RequestError};
+use crate::request::{Reply, Request, RequestError};
 use crate::wire::ErrorCode;
 
 impl Routing {
@@ -44,15 +44,32 @@ impl Routing {
         }
         match attempt {
             Attempt::Done(reply) => {
+                // A reply to a read any replica serves says nothing of the primary.
+                let proves_primary = self
+                    .pending
+                    .get(&request)
+                    .is_some_and(|p| !self.served_by_any_replica(&p.request));
                 if let (Place::Lane(key @ LaneKey::Partition(partition)), Target::Node(node)) =
                     (&place, target)
+                    && proves_primary
                 {
                     self.admitted(key, partition, node);
                 }
                 if let Some(Request::Admin(admin)) = self.pending.get(&request).map(|p| &p.request)
                 {
                     let admin = admin.clone();
+                    if admin.is_write() {
+                        self.own_write_at = Some(now);
+                    }
                     self.learn_own_write(now, &admin, &reply);
+                }
+                let absent = matches!(reply, Reply::Stream(None) | Reply::Topic(None));
+                if absent && place == Place::Coordinator && self.absence_in_doubt(now) {
+                    // The caller's own read of what it may just have created: ask again.
+                    debug!(%request, "absent shortly after our own metadata write; reading again");
+                    let wait = self.backoff_for(0);
+                    self.timers.insert((now + wait, TimerKey::Retry(request)));
+                    return;
                 }
                 self.complete(now, request, Ok(reply));
             }
@@ -71,11 +88,7 @@ impl Routing {
                     // Storing the same offset twice leaves the same state.
                     Request::StoreOffset(_) => true,
                     Request::Poll(poll) => !poll.auto_commit,
-                    Request::Admin(admin) => matches!(
-                        admin,
-                        crate::request::AdminRequest::GetStream { .. }
-                            | crate::request::AdminRequest::GetTopic { .. }
-                    ),
+                    Request::Admin(admin) => !admin.is_write(),
                 };
                 if retry {
                     self.requeue(now, request, &place);

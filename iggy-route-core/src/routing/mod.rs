@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use tracing::trace;
 
-use crate::config::{Config, Delivery};
+use crate::config::{Config, Delivery, PollFrom};
 use crate::event::{Event, Stats};
 use crate::ids::{NodeId, PartitionKey, RequestId, TopicKey};
 use crate::request::{AdminRequest, Outcome, Request, RequestError, SubmitError};
@@ -200,6 +200,9 @@ pub struct Routing {
     /// exist (while `routing_commands` is `Unknown`).
     probe: Option<LaneKey>,
     watermark: u64,
+    /// When our last metadata write succeeded: until `Config::own_write_settle` after it,
+    /// a read that finds a stream or topic absent may predate the write.
+    own_write_at: Option<Instant>,
     stats: Stats,
     closed: bool,
 }
@@ -223,6 +226,7 @@ impl Routing {
             routing_commands: RoutingCommands::Unknown,
             probe: None,
             watermark: 0,
+            own_write_at: None,
             stats: Stats::default(),
             closed: false,
         }
@@ -243,7 +247,13 @@ impl Routing {
         let place = match &request {
             Request::Send(send) => Place::Topic(topic_key(&send.stream, &send.topic)),
             Request::StoreOffset(store) => Place::Topic(topic_key(&store.stream, &store.topic)),
-            Request::Poll(poll) if poll.auto_commit && poll.partition_id.is_some() => {
+            // A poll of one partition is read where its sends were admitted (read your
+            // writes), and an auto-commit poll always is: a backup serves it but drops
+            // the commit (protocol §5.1).
+            Request::Poll(poll)
+                if poll.partition_id.is_some()
+                    && (poll.auto_commit || self.config.poll_from == PollFrom::Primary) =>
+            {
                 Place::Topic(topic_key(&poll.stream, &poll.topic))
             }
             Request::Poll(_) => Place::Coordinator,
@@ -507,6 +517,25 @@ impl Routing {
         if let Place::Lane(key) = place {
             self.pump_lane(now, &key);
         }
+    }
+
+    /// Whether a backup would serve `request` without refusing it, so that its admission
+    /// says nothing about where the partition's primary is: a poll in the plain form
+    /// (`POLL_MESSAGES`, 100), which is every plain poll, and every poll on a cluster
+    /// without the primary-gated form (104).
+    fn served_by_any_replica(&self, request: &Request) -> bool {
+        match request {
+            Request::Poll(poll) => {
+                !poll.auto_commit || self.routing_commands == RoutingCommands::Unsupported
+            }
+            Request::Send(_) | Request::StoreOffset(_) | Request::Admin(_) => false,
+        }
+    }
+
+    /// Whether an answer of "absent" at `now` may predate one of our own metadata writes.
+    fn absence_in_doubt(&self, now: Instant) -> bool {
+        self.own_write_at
+            .is_some_and(|at| now < at + self.config.own_write_settle)
     }
 
     fn delivery(&self) -> Delivery {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tracing::debug;
 
-use super::{Decision, LaneKey, Place, Routing, RoutingCommands, Target, TimerKey, TopicAnswer};
+use super::{Decision, LaneKey, Place, Routing, TimerKey, TopicAnswer};
 use crate::ids::{PartitionKey, RequestId, TopicKey};
 use crate::partitioning::{Partitioning, resolve_partition};
 use crate::request::{AdminRequest, Reply, Request, RequestError};
@@ -159,7 +159,16 @@ impl Routing {
                     self.resolve(now, id, topic, partitions_count, Known::Fresh);
                 }
             }
+            TopicAnswer::NotFound if self.absence_in_doubt(now) => {
+                // Shortly after our own metadata write, "absent" may come from a node that
+                // has not applied it: read again, as for no answer.
+                debug!(%topic, "topic absent shortly after our own metadata write; reading again");
+                self.retry_topic_later(now, topic);
+            }
             TopicAnswer::NotFound => {
+                let Some(state) = self.topics.get_mut(topic) else {
+                    return;
+                };
                 state.info = None;
                 let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
                 for id in waiting {
@@ -170,14 +179,20 @@ impl Routing {
                     self.complete(now, id, Err(error));
                 }
             }
-            TopicAnswer::Unavailable => {
-                let streak = state.retry_streak;
-                state.retry_streak = streak.saturating_add(1);
-                let wait = self.backoff_for(streak);
-                self.timers
-                    .insert((now + wait, TimerKey::Topic(topic.clone())));
-            }
+            TopicAnswer::Unavailable => self.retry_topic_later(now, topic),
         }
+    }
+
+    /// Reads the topic again after a jittered, doubling wait.
+    fn retry_topic_later(&mut self, now: Instant, topic: &TopicKey) {
+        let Some(state) = self.topics.get_mut(topic) else {
+            return;
+        };
+        let streak = state.retry_streak;
+        state.retry_streak = streak.saturating_add(1);
+        let wait = self.backoff_for(streak);
+        self.timers
+            .insert((now + wait, TimerKey::Topic(topic.clone())));
     }
 
     pub(super) fn retry_topic(&mut self, _now: Instant, topic: TopicKey) {
@@ -244,22 +259,10 @@ impl Routing {
                 return;
             }
         };
-        // Without routing commands a poll has no primary-gated form (104): any replica
-        // serves a plain poll, so it goes to the coordinator.
-        let plain_poll = matches!(pending.request, Request::Poll(_))
-            && self.routing_commands == RoutingCommands::Unsupported;
         let Some(pending) = self.pending.get_mut(&id) else {
             return;
         };
         pending.partition = Some(partition);
-        if plain_poll {
-            pending.place = Place::Coordinator;
-            self.decisions.push_back(Decision::Write {
-                request: id,
-                target: Target::Coordinator,
-            });
-            return;
-        }
         let lane = LaneKey::Partition(PartitionKey {
             topic: topic.clone(),
             partition,
