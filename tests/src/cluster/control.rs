@@ -9,6 +9,11 @@ use super::driver::TestCluster;
 use super::partition::StoredMessage;
 use super::state::{NodeId, NodeStats};
 
+/// The creation time (µs) of what a test sets up directly in the model: it stands for
+/// metadata made long before the test, which every node's copy holds (see
+/// [`super::state::Lag`]).
+pub const PREEXISTING: u64 = 0;
+
 /// Where [`TestCluster::split_primaries`] put the roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SplitPrimaries {
@@ -85,7 +90,7 @@ impl TestCluster {
             assert!(Name::new(name).is_ok(), "{name:?} is not a valid wire name");
         }
         let mut state = self.shared.state();
-        let now = state.next_timestamp();
+        let now = PREEXISTING;
         let leader = state.metadata_leader();
         let stream = state
             .catalog
@@ -131,7 +136,7 @@ impl TestCluster {
             .len();
         if partitions < 2 {
             state.set_metadata_leader(partition1_primary);
-            let now = state.next_timestamp();
+            let now = PREEXISTING;
             let count = 2 - partitions as u32;
             if let Err(error) = state.catalog.create_partitions(
                 stream_ref,

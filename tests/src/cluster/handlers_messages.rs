@@ -130,6 +130,11 @@ pub(super) fn poll(
     };
     let node = connection.node();
     let owner = offset_owner(&request.consumer);
+    let Some(primary) = target.partition_mut(state).map(|found| found.primary) else {
+        return Outcome::status(ErrorCode::PartitionNotFound, commit);
+    };
+    // A backup serves what reached it: the messages stored before its horizon.
+    let horizon = state.messages_horizon(node, primary);
     let Some(partition) = target.partition_mut(state) else {
         return Outcome::status(ErrorCode::PartitionNotFound, commit);
     };
@@ -149,8 +154,19 @@ pub(super) fn poll(
             .find(|message| message.timestamp >= from)
             .map_or(partition.next_offset(), |message| message.offset),
     };
+    let held = partition.held_by(horizon);
     let messages = partition.read(start, request.count);
-    let body = encode_poll_reply(partition.id, partition.current_offset(), messages);
+    let shown = messages
+        .iter()
+        .take_while(|message| usize::try_from(message.offset).is_ok_and(|o| o < held))
+        .count();
+    let messages = &messages[..shown];
+    let current_offset = if held == partition.log.len() {
+        partition.current_offset()
+    } else {
+        (held as u64).saturating_sub(1)
+    };
+    let body = encode_poll_reply(partition.id, current_offset, messages);
     let last = messages.last().map(|message| message.offset);
     // §5.1: a poll served by a backup does not advance the durable offset.
     if let (true, Some(last), true) = (request.auto_commit, last, partition.primary == node) {

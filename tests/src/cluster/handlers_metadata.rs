@@ -16,6 +16,7 @@ use iggy_route_core::wire::{
 
 use super::catalog::{CatalogError, Lookup, Stream, Topic};
 use super::outcome::Outcome;
+use super::partition::Partition;
 use super::state::{ClusterState, NodeId};
 
 /// A wire identifier as a catalog lookup.
@@ -76,29 +77,50 @@ pub(super) fn cluster_metadata(state: &ClusterState) -> Outcome {
     Outcome::ok(body.freeze(), state.commit())
 }
 
-/// `GET_STREAM`: the stream, or an empty body when it does not exist (§9.2).
-pub(super) fn get_stream(state: &ClusterState, body: &[u8]) -> Outcome {
+/// `GET_STREAM` on `node`: the stream, or an empty body when it does not exist (§9.2). A
+/// follower answers from its lagging copy ([`super::state::Lag`]).
+pub(super) fn get_stream(node: NodeId, state: &ClusterState, body: &[u8]) -> Outcome {
+    let commit = state.commit_seen_by(node);
     let Ok(request) = GetStreamRequest::decode(body) else {
-        return Outcome::status(ErrorCode::InvalidFormat, state.commit());
+        return Outcome::status(ErrorCode::InvalidFormat, commit);
     };
-    match state.catalog.stream(lookup(&request.stream)) {
-        Some(stream) => Outcome::ok(encode_stream(stream), state.commit()),
-        None => Outcome::empty(state.commit()),
+    let horizon = state.metadata_horizon(node);
+    match state
+        .catalog
+        .stream(lookup(&request.stream))
+        .filter(|stream| known_by(horizon, stream.created_at))
+    {
+        Some(stream) => Outcome::ok(encode_stream(state, Some(node), stream), commit),
+        None => Outcome::empty(commit),
     }
 }
 
-/// `GET_TOPIC`: the topic, or an empty body when it does not exist (§9.2).
-pub(super) fn get_topic(state: &ClusterState, body: &[u8]) -> Outcome {
+/// `GET_TOPIC` on `node`: the topic, or an empty body when it does not exist (§9.2). A
+/// follower answers from its lagging copy: a topic created since reads as absent, and
+/// partitions added since are missing.
+pub(super) fn get_topic(node: NodeId, state: &ClusterState, body: &[u8]) -> Outcome {
+    let commit = state.commit_seen_by(node);
     let Ok(request) = GetTopicRequest::decode(body) else {
-        return Outcome::status(ErrorCode::InvalidFormat, state.commit());
+        return Outcome::status(ErrorCode::InvalidFormat, commit);
     };
-    match state
+    let horizon = state.metadata_horizon(node);
+    let stream = lookup(&request.stream);
+    let stream_known = state
         .catalog
-        .topic(lookup(&request.stream), lookup(&request.topic))
-    {
-        Ok(topic) => Outcome::ok(encode_topic(topic), state.commit()),
-        Err(_) => Outcome::empty(state.commit()),
+        .stream(stream)
+        .is_some_and(|found| known_by(horizon, found.created_at));
+    match state.catalog.topic(stream, lookup(&request.topic)) {
+        Ok(topic) if stream_known && known_by(horizon, topic.created_at) => {
+            Outcome::ok(encode_topic(state, Some(node), topic), commit)
+        }
+        Ok(_) | Err(_) => Outcome::empty(commit),
     }
+}
+
+/// Whether a copy complete up to `horizon` (µs; `None`: complete) holds what was created at
+/// `created_at`.
+fn known_by(horizon: Option<u64>, created_at: u64) -> bool {
+    horizon.is_none_or(|horizon| created_at <= horizon)
 }
 
 /// The metadata writes the model implements.
@@ -146,7 +168,7 @@ fn create_stream(state: &mut ClusterState, body: &[u8]) -> Result<BytesMut, Erro
         .catalog
         .stream(Lookup::Id(id))
         .ok_or(ErrorCode::StreamIdNotFound)?;
-    Ok(encode_stream(stream))
+    Ok(encode_stream(state, None, stream))
 }
 
 fn create_topic(state: &mut ClusterState, body: &[u8]) -> Result<BytesMut, ErrorCode> {
@@ -170,7 +192,7 @@ fn create_topic(state: &mut ClusterState, body: &[u8]) -> Result<BytesMut, Error
         .catalog
         .topic(stream, Lookup::Id(id))
         .map_err(error_code)?;
-    Ok(encode_topic(topic))
+    Ok(encode_topic(state, None, topic))
 }
 
 fn create_partitions(state: &mut ClusterState, body: &[u8]) -> Result<BytesMut, ErrorCode> {
@@ -196,28 +218,74 @@ fn name_of(text: &str) -> Name {
     Name::new(text).expect("catalog names are 1..=255 bytes of UTF-8")
 }
 
-fn topic_summary(topic: &Topic) -> TopicSummary {
+/// The partitions of `topic` a copy complete up to `horizon` holds: partitions are only
+/// ever added, so they are a prefix.
+fn known_partitions(topic: &Topic, horizon: Option<u64>) -> &[Partition] {
+    let known = topic
+        .partitions
+        .iter()
+        .take_while(|partition| known_by(horizon, partition.created_at))
+        .count();
+    &topic.partitions[..known]
+}
+
+/// What `node` reports of a partition: a backup counts only the messages that reached it.
+fn partition_info(state: &ClusterState, node: NodeId, partition: &Partition) -> PartitionInfo {
+    let held = partition.held_by(state.messages_horizon(node, partition.primary));
+    let messages_count = held as u64;
+    let current_offset = if held == partition.log.len() {
+        partition.current_offset()
+    } else {
+        messages_count.saturating_sub(1)
+    };
+    PartitionInfo {
+        id: partition.id,
+        created_at: partition.created_at,
+        segments_count: 1,
+        current_offset,
+        size_bytes: partition.size_bytes(),
+        messages_count,
+    }
+}
+
+/// What `node` reports of a topic (`None`: the leader's full view, for write replies).
+fn topic_summary(state: &ClusterState, node: Option<NodeId>, topic: &Topic) -> TopicSummary {
+    let horizon = node.and_then(|node| state.metadata_horizon(node));
+    let partitions = known_partitions(topic, horizon);
+    let messages_count = match node {
+        Some(node) => partitions
+            .iter()
+            .map(|partition| partition_info(state, node, partition).messages_count)
+            .sum(),
+        None => topic.messages_count(),
+    };
     TopicSummary {
         id: topic.id,
         created_at: topic.created_at,
-        partitions_count: topic.partitions.len() as u32,
+        partitions_count: partitions.len() as u32,
         message_expiry: topic.message_expiry,
         compression: topic.compression,
         max_topic_size: topic.max_topic_size,
         size_bytes: topic.size_bytes(),
-        messages_count: topic.messages_count(),
+        messages_count,
         name: name_of(&topic.name),
     }
 }
 
-fn encode_stream(stream: &Stream) -> BytesMut {
-    let topics: Vec<TopicSummary> = stream.topics.values().map(topic_summary).collect();
+fn encode_stream(state: &ClusterState, node: Option<NodeId>, stream: &Stream) -> BytesMut {
+    let horizon = node.and_then(|node| state.metadata_horizon(node));
+    let topics: Vec<TopicSummary> = stream
+        .topics
+        .values()
+        .filter(|topic| known_by(horizon, topic.created_at))
+        .map(|topic| topic_summary(state, node, topic))
+        .collect();
     let details = StreamDetails {
         id: stream.id,
         created_at: stream.created_at,
         topics_count: topics.len() as u32,
         size_bytes: stream.topics.values().map(Topic::size_bytes).sum(),
-        messages_count: stream.topics.values().map(Topic::messages_count).sum(),
+        messages_count: topics.iter().map(|topic| topic.messages_count).sum(),
         name: name_of(&stream.name),
         topics,
     };
@@ -226,21 +294,17 @@ fn encode_stream(stream: &Stream) -> BytesMut {
     out
 }
 
-fn encode_topic(topic: &Topic) -> BytesMut {
-    let partitions = topic
-        .partitions
+fn encode_topic(state: &ClusterState, node: Option<NodeId>, topic: &Topic) -> BytesMut {
+    let horizon = node.and_then(|node| state.metadata_horizon(node));
+    let partitions = known_partitions(topic, horizon)
         .iter()
-        .map(|partition| PartitionInfo {
-            id: partition.id,
-            created_at: partition.created_at,
-            segments_count: 1,
-            current_offset: partition.current_offset(),
-            size_bytes: partition.size_bytes(),
-            messages_count: partition.log.len() as u64,
+        .map(|partition| match node {
+            Some(node) => partition_info(state, node, partition),
+            None => partition_info(state, partition.primary, partition),
         })
         .collect();
     let details = TopicDetails {
-        summary: topic_summary(topic),
+        summary: topic_summary(state, node, topic),
         partitions,
     };
     let mut out = BytesMut::new();

@@ -18,6 +18,8 @@ mod handlers_messages;
 mod handlers_metadata;
 mod handlers_offsets;
 mod handlers_routing;
+#[cfg(test)]
+mod lag_tests;
 mod node;
 mod outcome;
 mod partition;
@@ -27,12 +29,12 @@ mod target;
 mod testkit;
 
 pub use catalog::{Catalog, CatalogError, Lookup, MAX_PARTITIONS_PER_TOPIC, Stream, Topic};
-pub use control::SplitPrimaries;
+pub use control::{PREEXISTING, SplitPrimaries};
 pub use driver::TestCluster;
 pub use node::{Attachment, Binding, NodeConnection};
 pub use outcome::Outcome;
 pub use partition::{NewMessage, OffsetOwner, Partition, StoredMessage};
 pub use state::{
-    ClusterConfig, ClusterState, NodeId, NodeInfo, NodeStats, ROOT_PASSWORD, ROOT_USER_ID,
+    ClusterConfig, ClusterState, Lag, NodeId, NodeInfo, NodeStats, ROOT_PASSWORD, ROOT_USER_ID,
     ROOT_USERNAME, SessionRecord, User,
 };

@@ -200,8 +200,8 @@ impl NodeConnection {
     ) -> Outcome {
         match command {
             code::GET_CLUSTER_METADATA => super::handlers_metadata::cluster_metadata(state),
-            code::GET_STREAM => super::handlers_metadata::get_stream(state, body),
-            code::GET_TOPIC => super::handlers_metadata::get_topic(state, body),
+            code::GET_STREAM => super::handlers_metadata::get_stream(self.node, state, body),
+            code::GET_TOPIC => super::handlers_metadata::get_topic(self.node, state, body),
             code::POLL_MESSAGES => super::handlers_messages::poll(self, state, body, false),
             code::POLL_MESSAGES_ON_PRIMARY => {
                 super::handlers_messages::poll(self, state, body, true)

@@ -131,6 +131,15 @@ impl Partition {
     }
 
     /// Messages from `start` on, at most `count`.
+    /// How many messages (from offset 0) a copy complete up to `horizon` (µs; `None`:
+    /// complete) holds.
+    pub fn held_by(&self, horizon: Option<u64>) -> usize {
+        horizon.map_or(self.log.len(), |horizon| {
+            self.log
+                .partition_point(|message| message.timestamp <= horizon)
+        })
+    }
+
     pub fn read(&self, start: u64, count: u32) -> &[StoredMessage] {
         let start = usize::try_from(start)
             .unwrap_or(usize::MAX)

@@ -1,17 +1,19 @@
 //! The shared, sans-IO model of one test cluster.
 //!
 //! Every node of a real Iggy cluster holds a replica of the same metadata (users, sessions,
-//! streams, topics, partitions) and of every partition's log. A test cluster has no
-//! replication lag to model, so all nodes share this one `ClusterState`. What differs per
-//! node is only *which role* it plays: the metadata leader (one node, protocol §3.5) and the
-//! primary of each partition (any node, §8). A request is admitted only where the model says
-//! the role sits, which is all the router under test can observe.
+//! streams, topics, partitions) and of every partition's log. All nodes of a test cluster
+//! share this one `ClusterState`. What differs per node is *which role* it plays (the
+//! metadata leader, one node, protocol §3.5; the primary of each partition, any node, §8)
+//! and *how late* its copy is: a real follower answers metadata reads, and a real backup
+//! serves polls, from a copy that lags the commit by up to half a second ([`Lag`]). A
+//! request is admitted only where the model says the role sits.
 //!
 //! Nothing here does I/O or reads a clock: the driver (or a simulation) passes the time in
 //! with [`ClusterState::set_now_micros`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use super::catalog::Catalog;
 
@@ -35,18 +37,55 @@ pub struct ClusterConfig {
     pub routing_commands: bool,
     /// The cluster name reported by `GET_CLUSTER_METADATA`.
     pub name: String,
+    /// How late followers and backups see what the leader and the primaries commit.
+    pub lag: Lag,
 }
 
 impl ClusterConfig {
-    /// A cluster of `nodes` nodes with the routing commands enabled.
+    /// A cluster of `nodes` nodes with the routing commands enabled and the lag of a real
+    /// cluster ([`Lag::REAL_CLUSTER`]).
     pub fn new(nodes: usize) -> Self {
         Self {
             nodes,
             routing_commands: true,
             name: "iggy-route-test".to_owned(),
+            lag: Lag::REAL_CLUSTER,
         }
     }
 }
+
+/// How far behind the committing node the other nodes answer reads (observed on a real
+/// 3-node cluster: `../shared/real-cluster/README.md`, "What this server does").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lag {
+    /// A node other than the metadata leader answers `GET_STREAM` and `GET_TOPIC` with the
+    /// catalog as it was this long ago: a stream or topic created since reads as absent,
+    /// partitions added since are missing, and the reply's `commit` is the commit of then.
+    pub follower_metadata: Duration,
+    /// A node other than the partition's primary serves a plain poll with only the messages
+    /// stored at least this long ago (the primary serves everything at once).
+    pub backup_messages: Duration,
+}
+
+impl Lag {
+    /// Every node sees every commit at once (unit tests of the model, which set no clock).
+    pub const NONE: Lag = Lag {
+        follower_metadata: Duration::ZERO,
+        backup_messages: Duration::ZERO,
+    };
+
+    /// What a real cluster showed: a created stream appeared on a follower 172 ms later and
+    /// added partitions up to ~500 ms later; a stored message reached a backup's polls
+    /// 145-513 ms later (its commit broadcast runs every 500 ms). The model takes a fixed
+    /// figure inside those ranges.
+    pub const REAL_CLUSTER: Lag = Lag {
+        follower_metadata: Duration::from_millis(200),
+        backup_messages: Duration::from_millis(250),
+    };
+}
+
+/// Metadata commits remembered with their time, for followers' late answers.
+const COMMIT_HISTORY_MAX: usize = 4096;
 
 /// A user account.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,6 +164,10 @@ pub struct ClusterState {
     stats: Vec<NodeStats>,
     now_micros: u64,
     last_timestamp: u64,
+    lag: Lag,
+    /// `(time µs, commit)` of recent metadata commits, oldest first, at most
+    /// [`COMMIT_HISTORY_MAX`].
+    commit_history: VecDeque<(u64, u64)>,
 }
 
 impl ClusterState {
@@ -161,6 +204,8 @@ impl ClusterState {
             stats: vec![NodeStats::default(); config.nodes],
             now_micros: 0,
             last_timestamp: 0,
+            lag: config.lag,
+            commit_history: VecDeque::new(),
         }
     }
 
@@ -231,7 +276,60 @@ impl ClusterState {
     /// login is one committed op.
     pub fn bump_commit(&mut self) -> u64 {
         self.commit += 1;
+        if self.commit_history.len() == COMMIT_HISTORY_MAX {
+            self.commit_history.pop_front();
+        }
+        self.commit_history
+            .push_back((self.now_micros, self.commit));
         self.commit
+    }
+
+    /// The lag this cluster models.
+    pub fn lag(&self) -> Lag {
+        self.lag
+    }
+
+    /// Change the lag from now on.
+    pub fn set_lag(&mut self, lag: Lag) {
+        self.lag = lag;
+    }
+
+    /// The instant (µs) up to which `node`'s metadata copy is complete: `None` when it is
+    /// complete (the metadata leader, or no lag modelled).
+    pub fn metadata_horizon(&self, node: NodeId) -> Option<u64> {
+        if node == self.metadata_leader || self.lag.follower_metadata.is_zero() {
+            return None;
+        }
+        Some(self.horizon(self.lag.follower_metadata))
+    }
+
+    /// The metadata commit `node` has applied: the leader's commit, or a follower's as of
+    /// its horizon (0 when the history no longer reaches back that far, as a real shard
+    /// without the metadata plane answers).
+    pub fn commit_seen_by(&self, node: NodeId) -> u64 {
+        match self.metadata_horizon(node) {
+            None => self.commit,
+            Some(horizon) => self
+                .commit_history
+                .iter()
+                .rev()
+                .find(|(at, _)| *at <= horizon)
+                .map_or(0, |(_, commit)| *commit),
+        }
+    }
+
+    /// The instant (µs) up to which a non-primary `node` of a partition whose primary is
+    /// `primary` holds its messages: `None` when it holds them all.
+    pub fn messages_horizon(&self, node: NodeId, primary: NodeId) -> Option<u64> {
+        if node == primary || self.lag.backup_messages.is_zero() {
+            return None;
+        }
+        Some(self.horizon(self.lag.backup_messages))
+    }
+
+    fn horizon(&self, lag: Duration) -> u64 {
+        let lag_micros = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
+        self.now_micros.saturating_sub(lag_micros)
     }
 
     /// Tell the model the wall-clock time (µs since the epoch).

@@ -80,7 +80,11 @@ pub(super) struct Client {
 }
 
 pub(super) fn cluster(nodes: usize) -> ClusterState {
-    ClusterState::new(&ClusterConfig::new(nodes))
+    // Unit tests of the model set no clock, so no copy may lag behind one.
+    ClusterState::new(&ClusterConfig {
+        lag: super::state::Lag::NONE,
+        ..ClusterConfig::new(nodes)
+    })
 }
 
 impl Client {

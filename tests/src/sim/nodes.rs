@@ -111,7 +111,8 @@ impl SimNodes {
     /// If the catalog rejects it (a bug in the simulation's setup).
     pub fn create_topic(&mut self, primaries: &[usize]) -> SimTopic {
         let partitions = u32::try_from(primaries.len()).unwrap_or(0);
-        let now = self.state.next_timestamp();
+        // The topic exists before the routers start: every node's copy holds it.
+        let now = crate::cluster::PREEXISTING;
         let leader = self.state.metadata_leader();
         let stream = self
             .state
