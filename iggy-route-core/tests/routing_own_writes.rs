@@ -279,3 +279,40 @@ fn the_callers_own_read_after_its_create_is_asked_again_while_it_reads_absent() 
     );
     assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
 }
+
+/// Seed 166 of the simulation: partitions added while the topic's count was not cached
+/// leave no floor, and a follower's count read 100 ms later is short. Within the settle
+/// window after our write that is read again; after it, out of range is final.
+#[test]
+fn a_partition_beyond_a_count_read_soon_after_our_write_is_read_again() {
+    let (t0, mut routing) = with_leader();
+    let add = AdminRequest::CreatePartitions {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitions_count: 1,
+    };
+    write(&mut routing, t0, add, Reply::PartitionsCreated);
+    drain(&mut routing);
+    let soon = t0 + std::time::Duration::from_millis(100);
+    let id = routing
+        .submit(
+            soon,
+            send_to(Identifier::Numeric(1), Identifier::Numeric(1), 4),
+        )
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    let short = TopicAnswer::Found {
+        partitions_count: 4,
+    };
+    routing.handle_topic(soon, &topic(), short);
+    assert_eq!(drain(&mut routing), Vec::<String>::new(), "{id} waits");
+    let again = routing.poll_timeout().unwrap();
+    routing.handle_timeout(again);
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    let late = t0 + std::time::Duration::from_millis(1_100);
+    let still_short = TopicAnswer::Found {
+        partitions_count: 4,
+    };
+    routing.handle_topic(late, &topic(), still_short);
+    assert_eq!(drain(&mut routing), [format!("completed {id} err")]);
+}

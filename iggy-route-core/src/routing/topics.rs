@@ -242,6 +242,18 @@ impl Routing {
                 self.fetch_topic(topic);
                 return;
             }
+            Some(_) if self.absence_in_doubt(now) => {
+                // Shortly after our own metadata write the count read may predate it (a
+                // partition we added, under a name or at a moment `added_floor` did not
+                // catch): read again rather than fail.
+                debug!(%topic, count, "partition beyond a count read soon after our write; reading again");
+                if let Some(state) = self.topics.get_mut(topic) {
+                    state.info = None;
+                    state.waiting.push_back(id);
+                }
+                self.retry_topic_later(now, topic);
+                return;
+            }
             Some(p) => {
                 let error = RequestError::PartitionOutOfRange {
                     partition: p,
