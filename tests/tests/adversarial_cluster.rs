@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iggy_route_core::RequestError;
 use iggy_route_core::client::ClientError;
-use iggy_route_tests::cluster::TestCluster;
 use iggy_route_tests::cluster::adversary::Misbehaviour;
+use iggy_route_tests::cluster::{ClusterConfig, TestCluster};
 use iggy_route_tests::scripted::clients::{Adapter, TestClient, short_config};
 
 const PARTITIONS: u32 = 3;
@@ -35,7 +35,12 @@ fn run(adapter: Adapter) {
         .enable_all()
         .build()
         .unwrap();
-    let cluster = runtime.block_on(TestCluster::start(3));
+    // The scripted test client writes topic 1/1: ids from 1, as on the servers the
+    // protocol document describes.
+    let cluster = runtime.block_on(TestCluster::start_with(ClusterConfig {
+        first_id: 1,
+        ..ClusterConfig::new(3)
+    }));
     let (stream, topic) = cluster.create_stream_and_topic("adversarial", "events", PARTITIONS);
     assert_eq!((stream, topic), (1, 1), "the test client writes topic 1/1");
     for partition in 0..PARTITIONS {

@@ -19,6 +19,11 @@ use iggy_route_tests::cluster::TestCluster;
 use iggy_route_tokio::{Client, ClientError};
 
 const NODES: usize = 3;
+/// The ids a fresh test cluster gives its first stream and topic (0-based, as on the real
+/// cluster).
+const STREAM: u32 = 0;
+/// See [`STREAM`].
+const TOPIC: u32 = 0;
 const PARTITIONS: u32 = 6;
 const PRODUCERS: u64 = 4;
 const BATCH: u64 = 10;
@@ -78,7 +83,12 @@ async fn produce(
             .collect();
         sequence += BATCH;
         let outcome = client
-            .send(1u32, 1u32, Partitioning::PartitionId(partition), messages)
+            .send(
+                STREAM,
+                TOPIC,
+                Partitioning::PartitionId(partition),
+                messages,
+            )
             .await;
         let mut ledger = ledger.lock().unwrap();
         match outcome {
@@ -111,8 +121,8 @@ async fn read_back(client: &Client, partition: u32) -> Vec<u128> {
         let offset = u64::try_from(ids.len()).unwrap();
         let reply = client
             .poll(
-                1u32,
-                1u32,
+                STREAM,
+                TOPIC,
                 Some(partition),
                 consumer.clone(),
                 PollingStrategy::Offset(offset),
@@ -146,9 +156,9 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
     runtime.block_on(async move {
         let cluster = TestCluster::start(NODES).await;
         let (stream, topic) = cluster.create_stream_and_topic("chaos", "load", PARTITIONS);
-        assert_eq!((stream, topic), (1, 1));
+        assert_eq!((stream, topic), (STREAM, TOPIC));
         for partition in 0..PARTITIONS {
-            cluster.set_primary(1, 1, partition, partition as usize % NODES);
+            cluster.set_primary(STREAM, TOPIC, partition, partition as usize % NODES);
         }
         let mut config = Config::from_connection_string(&cluster.connection_string()).unwrap();
         config.request_timeout = Duration::from_secs(8);
@@ -170,7 +180,7 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
                     let consumer = Consumer { kind: ConsumerKind::Consumer, id: Identifier::Numeric(1) };
                     let partition = u32::try_from(polls % u64::from(PARTITIONS)).unwrap();
                     // Errors are expected while nodes are down; the checks come at the end.
-                    let _ = client.poll(1u32, 1u32, Some(partition), consumer, PollingStrategy::Offset(0), 50).await;
+                    let _ = client.poll(STREAM, TOPIC, Some(partition), consumer, PollingStrategy::Offset(0), 50).await;
                     polls += 1;
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
@@ -194,7 +204,7 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
                     let partition = u32::try_from(dice.next(u64::from(PARTITIONS))).unwrap();
                     let live: Vec<usize> = (0..NODES).filter(|n| Some(*n) != stopped.map(|s| s.0)).collect();
                     let node = live[usize::try_from(dice.next(live.len() as u64)).unwrap()];
-                    cluster.set_primary(1, 1, partition, node);
+                    cluster.set_primary(STREAM, TOPIC, partition, node);
                 }
                 2 if stopped.is_none() => {
                     let node = usize::try_from(dice.next(NODES as u64)).unwrap();
@@ -202,7 +212,7 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
                     // The cluster fails over: the stopped node's partitions get new primaries.
                     for partition in 0..PARTITIONS {
                         if cluster.primary(1, 1, partition) == Some(node) {
-                            cluster.set_primary(1, 1, partition, (node + 1) % NODES);
+                            cluster.set_primary(STREAM, TOPIC, partition, (node + 1) % NODES);
                         }
                     }
                     stopped = Some((node, u32::try_from(tick).unwrap()));
@@ -224,7 +234,7 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
         let acknowledged: usize = ledger.acknowledged.values().map(Vec::len).sum();
         assert!(acknowledged > 0, "nothing was acknowledged: {ledger:?}");
         for partition in 0..PARTITIONS {
-            let log: Vec<u128> = cluster.partition_log(1, 1, partition).iter().map(|m| m.id).collect();
+            let log: Vec<u128> = cluster.partition_log(STREAM, TOPIC, partition).iter().map(|m| m.id).collect();
             let read = read_back(&client, partition).await;
             assert_eq!(read, log, "partition {partition}: the client reads back exactly the log");
             let unique: BTreeSet<u128> = log.iter().copied().collect();

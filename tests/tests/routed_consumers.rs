@@ -14,6 +14,12 @@ use iggy_route_core::{Config, PollRequest};
 use iggy_route_tests::cluster::TestCluster;
 use iggy_route_tokio::Client;
 
+/// The ids a fresh test cluster gives its first stream and topic (0-based, as on the real
+/// cluster).
+const STREAM: u32 = 0;
+/// See [`STREAM`].
+const TOPIC: u32 = 0;
+
 fn consumer(id: u32) -> Consumer {
     Consumer {
         kind: ConsumerKind::Consumer,
@@ -24,8 +30,8 @@ fn consumer(id: u32) -> Consumer {
 fn auto_commit_poll(partition: u32, count: u32) -> PollRequest {
     PollRequest {
         consumer: consumer(7),
-        stream: Identifier::Numeric(1),
-        topic: Identifier::Numeric(1),
+        stream: Identifier::Numeric(STREAM),
+        topic: Identifier::Numeric(TOPIC),
         partition_id: Some(partition),
         strategy: PollingStrategy::Next,
         count,
@@ -36,10 +42,11 @@ fn auto_commit_poll(partition: u32, count: u32) -> PollRequest {
 async fn start() -> (TestCluster, Client) {
     iggy_route_tests::error_events::install();
     let cluster = TestCluster::start(3).await;
-    cluster.create_stream_and_topic("orders", "events", 3);
+    let ids = cluster.create_stream_and_topic("orders", "events", 3);
+    assert_eq!(ids, (STREAM, TOPIC));
     // The session sits on node 0 (the first seed); no partition's primary is there.
     for (partition, node) in [(0, 1), (1, 2), (2, 1)] {
-        assert!(cluster.set_primary(1, 1, partition, node));
+        assert!(cluster.set_primary(STREAM, TOPIC, partition, node));
     }
     let mut config = Config::from_connection_string(&cluster.connection_string()).unwrap();
     config.request_timeout = Duration::from_secs(5);
@@ -52,7 +59,7 @@ async fn start() -> (TestCluster, Client) {
         })
         .collect();
     client
-        .send(1u32, 1u32, Partitioning::PartitionId(1), messages)
+        .send(STREAM, TOPIC, Partitioning::PartitionId(1), messages)
         .await
         .unwrap();
     (cluster, client)
@@ -66,7 +73,7 @@ async fn auto_commit_polls_are_served_and_committed_on_the_primary_while_the_ses
     let ids: Vec<u128> = first.messages.iter().map(|m| m.id).collect();
     assert_eq!(ids, [1, 2, 3, 4]);
     assert_eq!(
-        cluster.consumer_offset(1, 1, 1, 7),
+        cluster.consumer_offset(STREAM, TOPIC, 1, 7),
         Some(3),
         "committed on the primary"
     );
@@ -108,19 +115,19 @@ async fn auto_commit_polls_are_served_and_committed_on_the_primary_while_the_ses
 async fn offset_writes_go_to_the_primary_and_follow_it_when_it_moves() {
     let (cluster, client) = start().await;
     client
-        .store_offset(consumer(9), 1u32, 1u32, 1, 3)
+        .store_offset(consumer(9), STREAM, TOPIC, 1, 3)
         .await
         .unwrap();
-    assert_eq!(cluster.consumer_offset(1, 1, 1, 9), Some(3));
+    assert_eq!(cluster.consumer_offset(STREAM, TOPIC, 1, 9), Some(3));
     assert_eq!(cluster.stats(2).requests(code::STORE_CONSUMER_OFFSET), 1);
 
-    assert!(cluster.set_primary(1, 1, 1, 0));
+    assert!(cluster.set_primary(STREAM, TOPIC, 1, 0));
     let refusals = cluster.total_refusals();
     client
-        .store_offset(consumer(9), 1u32, 1u32, 1, 5)
+        .store_offset(consumer(9), STREAM, TOPIC, 1, 5)
         .await
         .unwrap();
-    assert_eq!(cluster.consumer_offset(1, 1, 1, 9), Some(5));
+    assert_eq!(cluster.consumer_offset(STREAM, TOPIC, 1, 9), Some(5));
     assert_eq!(
         cluster.total_refusals(),
         refusals + 1,
@@ -141,7 +148,7 @@ async fn offset_writes_go_to_the_primary_and_follow_it_when_it_moves() {
 async fn a_moved_primary_reroutes_the_next_auto_commit_poll_at_once() {
     let (cluster, client) = start().await;
     client.poll_request(auto_commit_poll(1, 2)).await.unwrap();
-    assert!(cluster.set_primary(1, 1, 1, 0));
+    assert!(cluster.set_primary(STREAM, TOPIC, 1, 0));
     let started = std::time::Instant::now();
     let next = client.poll_request(auto_commit_poll(1, 2)).await.unwrap();
     assert!(

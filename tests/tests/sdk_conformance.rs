@@ -90,7 +90,7 @@ async fn sdk_on_a_follower_is_redirected_to_the_metadata_leader() {
     let client = sdk_client(&cluster, 0).await;
     assert_eq!(connected_node(&client, &cluster).await, 2);
     let (stream, topic) = create_stream_and_topic(&client, 2).await;
-    assert_eq!((stream, topic), (1, 1));
+    assert_eq!((stream, topic), (0, 0), "0-based, as on the real cluster");
     assert_eq!(
         cluster.primary(stream, topic, 1),
         Some(2),

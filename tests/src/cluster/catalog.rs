@@ -1,8 +1,10 @@
 //! Streams, topics and partitions of the test cluster, with one append-only log and the
 //! consumer offsets of every partition.
 //!
-//! Stream and topic ids are numeric and start at 1, as on a real server. Partition ids are
-//! 0-based, because that is what the 0.11.0 SDK sends (protocol §2, last paragraph).
+//! Stream and topic ids are numeric and start at the catalog's first id: 0 on the real
+//! cluster of `../shared/real-cluster` (server 0.9.0-edge.5), 1 on the servers the protocol
+//! document describes. Partition ids are 0-based, because that is what the 0.11.0 SDK sends
+//! (protocol §2, last paragraph).
 
 use std::collections::BTreeMap;
 
@@ -132,12 +134,22 @@ impl CatalogError {
 pub const MAX_PARTITIONS_PER_TOPIC: u32 = 1000;
 
 /// All streams of the cluster.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Catalog {
     streams: BTreeMap<u32, Stream>,
+    /// The id of the first stream, and of each stream's first topic.
+    first_id: u32,
 }
 
 impl Catalog {
+    /// An empty catalog whose ids start at `first_id`.
+    pub fn new(first_id: u32) -> Catalog {
+        Catalog {
+            streams: BTreeMap::new(),
+            first_id,
+        }
+    }
+
     /// The stream named by `stream`.
     pub fn stream(&self, stream: Lookup<'_>) -> Option<&Stream> {
         match stream {
@@ -199,7 +211,11 @@ impl Catalog {
         if self.stream(Lookup::Name(name)).is_some() {
             return Err(CatalogError::StreamNameTaken);
         }
-        let id = self.streams.keys().next_back().copied().unwrap_or(0) + 1;
+        let id = self
+            .streams
+            .keys()
+            .next_back()
+            .map_or(self.first_id, |last| last + 1);
         self.streams.insert(
             id,
             Stream {
@@ -233,7 +249,12 @@ impl Catalog {
         if stream.topic(Lookup::Name(name)).is_some() {
             return Err(CatalogError::TopicNameTaken);
         }
-        let id = stream.topics.keys().next_back().copied().unwrap_or(0) + 1;
+        let first_id = self.first_id;
+        let id = stream
+            .topics
+            .keys()
+            .next_back()
+            .map_or(first_id, |last| last + 1);
         let mut topic = Topic {
             id,
             name: name.to_owned(),
@@ -279,8 +300,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_start_at_one_and_partitions_at_zero() {
-        let mut catalog = Catalog::default();
+    fn ids_start_at_the_first_id_and_partitions_at_zero() {
+        let mut catalog = Catalog::new(0);
+        let stream = catalog.create_stream("s", 1).unwrap();
+        let topic = catalog
+            .create_topic(Lookup::Id(stream), "t", 1, 1, 0)
+            .unwrap();
+        assert_eq!((stream, topic), (0, 0), "the real cluster's ids");
+        let mut catalog = Catalog::new(1);
         let stream = catalog.create_stream("s", 1).unwrap();
         let topic = catalog
             .create_topic(Lookup::Id(stream), "t", 2, 1, 0)
@@ -293,7 +320,7 @@ mod tests {
 
     #[test]
     fn duplicate_names_and_missing_levels_are_typed() {
-        let mut catalog = Catalog::default();
+        let mut catalog = Catalog::new(1);
         catalog.create_stream("s", 1).unwrap();
         assert_eq!(
             catalog.create_stream("s", 1),

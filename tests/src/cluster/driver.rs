@@ -298,6 +298,7 @@ async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
         buffer.advance(consumed);
         match decoded {
             Ok(Some(Frame::Request { header, body })) => {
+                let mut commit_delay = Duration::ZERO;
                 let reply = {
                     let mut state = connection.shared.state();
                     state.set_now_micros(now_micros());
@@ -314,6 +315,7 @@ async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
                         Verdict::Instead(reply) => Some(reply),
                         Verdict::Model => {
                             let reply = connection.model.handle(&mut state, node, header, body);
+                            commit_delay = state.take_reply_commit_delay();
                             let addrs: Vec<SocketAddr> =
                                 state.nodes().iter().map(|n| n.addr).collect();
                             reply.map(|reply| adversary.reply(node, &addrs, now, &header, reply))
@@ -324,7 +326,9 @@ async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
                     debug!(node = connection.node, "invalid request header, closing");
                     return;
                 };
-                let delay = *lock(&connection.shared.node(connection.node).reply_delay);
+                // A commit waits for its replicas (see `Lag`); the request was handled.
+                let delay =
+                    *lock(&connection.shared.node(connection.node).reply_delay) + commit_delay;
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }

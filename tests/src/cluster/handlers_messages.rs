@@ -70,11 +70,13 @@ pub(super) fn send(
     let messages = request.messages.into_iter().map(new_message).collect();
     let base_offset = partition.append(timestamp, messages);
     let op = partition.next_offset();
+    let (partition_id, primary) = (partition.id, partition.primary);
+    state.note_partition_commit(primary);
     let reply = SendMessagesReply {
         confirmations: vec![SendConfirmation {
             stream_id,
             topic_id,
-            partition_id: partition.id,
+            partition_id,
             base_offset,
         }],
     };

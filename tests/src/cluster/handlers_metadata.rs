@@ -362,7 +362,11 @@ mod tests {
         assert_eq!(created.result_code(), 0);
         assert_eq!(created.header().commit, before + 1);
         let details = StreamDetails::decode(&created.result_payload()).unwrap();
-        assert_eq!((details.id, details.name.as_str()), (1, "s"));
+        assert_eq!(
+            (details.id, details.name.as_str()),
+            (0, "s"),
+            "0-based, as on the real cluster"
+        );
         let again = leader.write(&mut state, Operation::CreateStream, create_stream_body("s"));
         assert_eq!(
             again.result_code(),

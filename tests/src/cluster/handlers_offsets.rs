@@ -107,6 +107,7 @@ pub(super) fn write(
             }
         }
     }
+    state.note_partition_commit(node);
     Outcome::result_ok(&[], commit)
 }
 

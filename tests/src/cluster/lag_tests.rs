@@ -142,3 +142,30 @@ fn a_backup_serves_a_poll_without_the_messages_of_the_last_250_ms_the_primary_wi
     state.set_now_micros(10_650 * MS);
     assert_eq!(offsets(&mut backup, &mut state), (vec![0, 1], 1));
 }
+
+#[test]
+fn a_send_commits_slowly_only_while_the_next_replica_of_its_chain_is_stopped() {
+    let mut state = lagging();
+    let (stream, topic) = super::testkit::seed_topic(&mut state, 1);
+    let mut writer = Client::signed_in(&mut state, 0, 1);
+    let mut send = |state: &mut ClusterState| {
+        writer.write(
+            state,
+            Operation::SendMessages,
+            send_body(stream, topic, 0, &["m"]),
+        );
+        state.take_reply_commit_delay()
+    };
+    assert_eq!(send(&mut state), std::time::Duration::ZERO);
+    // Node 2 is after node 1 in the chain of a partition led by node 0: no wait.
+    state.set_node_running(2, false);
+    assert_eq!(send(&mut state), std::time::Duration::ZERO);
+    // Node 1 is next after the primary: every commit waits for the prepare retransmit.
+    state.set_node_running(1, false);
+    assert_eq!(
+        send(&mut state),
+        Lag::REAL_CLUSTER.commit_with_next_replica_down
+    );
+    state.set_node_running(1, true);
+    assert_eq!(send(&mut state), std::time::Duration::ZERO);
+}

@@ -45,6 +45,8 @@ pub struct NodeConnection {
     pub(super) attachment: Option<Attachment>,
     /// Highest metadata commit this connection has been told about (§13.1).
     pub(super) watermark: u64,
+    /// The server's id for this connection, which replies carry in `client`.
+    transport_id: u128,
     closed: bool,
 }
 
@@ -59,6 +61,7 @@ impl NodeConnection {
             binding: None,
             attachment: None,
             watermark: 0,
+            transport_id: state.next_transport_id(),
             closed: false,
         }
     }
@@ -127,6 +130,22 @@ impl NodeConnection {
         if header.operation == Operation::CreateTopic {
             echoed.operation = Operation::CreateTopicWithAssignments;
         }
+        // Its `client` is the connection's transport id, not the request's client id, and a
+        // follower's login reply carries commit 0 (its shard has no metadata plane).
+        echoed.client = self.transport_id;
+        let outcome = match outcome {
+            Outcome::Reply {
+                status, body, op, ..
+            } if header.operation == Operation::Register && node != state.metadata_leader() => {
+                Outcome::Reply {
+                    status,
+                    body,
+                    commit: 0,
+                    op,
+                }
+            }
+            other @ (Outcome::Reply { .. } | Outcome::Evict(_) | Outcome::Drop) => other,
+        };
         outcome.into_frame(&echoed)
     }
 

@@ -39,17 +39,21 @@ pub struct ClusterConfig {
     pub name: String,
     /// How late followers and backups see what the leader and the primaries commit.
     pub lag: Lag,
+    /// The id of the first stream and of each stream's first topic: 0 as on the real
+    /// cluster (server 0.9.0-edge.5), 1 as on the servers the protocol document describes.
+    pub first_id: u32,
 }
 
 impl ClusterConfig {
-    /// A cluster of `nodes` nodes with the routing commands enabled and the lag of a real
-    /// cluster ([`Lag::REAL_CLUSTER`]).
+    /// A cluster of `nodes` nodes with the routing commands enabled, the lag of a real
+    /// cluster ([`Lag::REAL_CLUSTER`]) and its 0-based stream and topic ids.
     pub fn new(nodes: usize) -> Self {
         Self {
             nodes,
             routing_commands: true,
             name: "iggy-route-test".to_owned(),
             lag: Lag::REAL_CLUSTER,
+            first_id: 0,
         }
     }
 }
@@ -65,6 +69,10 @@ pub struct Lag {
     /// A node other than the partition's primary serves a plain poll with only the messages
     /// stored at least this long ago (the primary serves everything at once).
     pub backup_messages: Duration,
+    /// How long a partition write (a send, an offset store) takes to commit while the node
+    /// after its primary in the replica chain is stopped: the primary waits for its prepare
+    /// retransmit before the next replica acknowledges. Zero otherwise.
+    pub commit_with_next_replica_down: Duration,
 }
 
 impl Lag {
@@ -72,15 +80,18 @@ impl Lag {
     pub const NONE: Lag = Lag {
         follower_metadata: Duration::ZERO,
         backup_messages: Duration::ZERO,
+        commit_with_next_replica_down: Duration::ZERO,
     };
 
     /// What a real cluster showed: a created stream appeared on a follower 172 ms later and
     /// added partitions up to ~500 ms later; a stored message reached a backup's polls
     /// 145-513 ms later (its commit broadcast runs every 500 ms). The model takes a fixed
-    /// figure inside those ranges.
+    /// figure inside those ranges. With the next replica of a partition's chain killed, each
+    /// commit waited for the 250 ms prepare retransmit (one send in flight: 4 sends/s).
     pub const REAL_CLUSTER: Lag = Lag {
         follower_metadata: Duration::from_millis(200),
         backup_messages: Duration::from_millis(250),
+        commit_with_next_replica_down: Duration::from_millis(250),
     };
 }
 
@@ -168,6 +179,11 @@ pub struct ClusterState {
     /// `(time µs, commit)` of recent metadata commits, oldest first, at most
     /// [`COMMIT_HISTORY_MAX`].
     commit_history: VecDeque<(u64, u64)>,
+    /// How long the reply just built waits for its commit (see [`Lag`]): set by the
+    /// handler, taken by whoever writes the reply.
+    reply_commit_delay: Duration,
+    /// The last transport id handed to a connection.
+    last_transport_id: u128,
 }
 
 impl ClusterState {
@@ -197,7 +213,7 @@ impl ClusterState {
                 password: ROOT_PASSWORD.to_owned(),
             }],
             sessions: BTreeMap::new(),
-            catalog: Catalog::default(),
+            catalog: Catalog::new(config.first_id),
             metadata_leader: 0,
             commit: 0,
             routing_commands: config.routing_commands,
@@ -206,6 +222,8 @@ impl ClusterState {
             last_timestamp: 0,
             lag: config.lag,
             commit_history: VecDeque::new(),
+            reply_commit_delay: Duration::ZERO,
+            last_transport_id: 0,
         }
     }
 
@@ -327,9 +345,37 @@ impl ClusterState {
         Some(self.horizon(self.lag.backup_messages))
     }
 
+    /// A partition write admitted by `primary` was just applied: its reply waits for the
+    /// commit, slowly while the node after `primary` in the replica chain is stopped.
+    pub fn note_partition_commit(&mut self, primary: NodeId) {
+        let count = self.nodes.len();
+        let next_down = count > 1
+            && self
+                .nodes
+                .get((primary + 1) % count)
+                .is_some_and(|next| !next.running);
+        self.reply_commit_delay = if next_down {
+            self.lag.commit_with_next_replica_down
+        } else {
+            Duration::ZERO
+        };
+    }
+
+    /// How long the reply just built must wait before it is written; resets to zero.
+    pub fn take_reply_commit_delay(&mut self) -> Duration {
+        std::mem::take(&mut self.reply_commit_delay)
+    }
+
     fn horizon(&self, lag: Duration) -> u64 {
         let lag_micros = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
         self.now_micros.saturating_sub(lag_micros)
+    }
+
+    /// A new connection's transport id: the server's own number for it, which its replies
+    /// carry in `client` instead of the request's client id (seen on the real cluster).
+    pub fn next_transport_id(&mut self) -> u128 {
+        self.last_transport_id += 1;
+        self.last_transport_id
     }
 
     /// Tell the model the wall-clock time (µs since the epoch).

@@ -259,7 +259,7 @@ impl Simulation {
                 self.trace_conn(id, format_args!("to n{node} {}B", bytes.len()));
                 let micros = EPOCH_MICROS + self.now.as_micros() as u64;
                 let received = self.nodes.receive(id, &bytes, self.now, micros);
-                let reply_at = self.now + self.nodes.reply_delay(node);
+                let reply_at = self.now + self.nodes.reply_delay(node) + received.commit_delay;
                 for reply in received.replies {
                     self.network.reply(reply_at, id, reply);
                 }

@@ -42,6 +42,9 @@ struct ServerConn {
 pub struct Received {
     /// Reply frames, in order.
     pub replies: Vec<Bytes>,
+    /// How long the replies wait for a commit (a partition write while the next replica of
+    /// its chain is stopped; see `cluster::Lag`). Replies stay in order: all of them wait.
+    pub commit_delay: Duration,
     /// The node closes the connection (an invalid or undecodable frame).
     pub close: bool,
 }
@@ -228,6 +231,9 @@ impl SimNodes {
                             let addrs = &self.addrs;
                             let reply = self.adversary.reply(node, addrs, now, &header, reply);
                             received.replies.push(reply);
+                            received.commit_delay = received
+                                .commit_delay
+                                .max(self.state.take_reply_commit_delay());
                         }
                         None => {
                             received.close = true;
