@@ -316,3 +316,72 @@ fn a_partition_beyond_a_count_read_soon_after_our_write_is_read_again() {
     routing.handle_topic(late, &topic(), still_short);
     assert_eq!(drain(&mut routing), [format!("completed {id} err")]);
 }
+
+/// Seen on the real cluster: right after our `CREATE_PARTITIONS`, a node whose partition
+/// plane has not applied it answers a send to the new partition with `ResourceNotFound`.
+/// Nothing was admitted, so within the settle window the next node is tried; after it, the
+/// answer is final.
+#[test]
+fn a_new_partition_unknown_to_a_node_soon_after_our_write_is_tried_elsewhere() {
+    let (t0, mut routing) = with_leader();
+    let add = AdminRequest::CreatePartitions {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitions_count: 2,
+    };
+    write(&mut routing, t0, add, Reply::PartitionsCreated);
+    drain(&mut routing);
+    let id = routing
+        .submit(
+            t0,
+            send_to(Identifier::Numeric(1), Identifier::Numeric(1), 3),
+        )
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    let found = TopicAnswer::Found {
+        partitions_count: 5,
+    };
+    routing.handle_topic(t0, &topic(), found);
+    assert_eq!(drain(&mut routing), ["lookup 3"]);
+    let key = iggy_route_core::PartitionKey {
+        topic: topic(),
+        partition: 3,
+    };
+    routing.handle_route(t0, &key, iggy_route_core::routing::RouteAnswer::Unsupported);
+    assert_eq!(drain(&mut routing)[1..], [format!("write {id} -> node0")]);
+    let unknown = Attempt::Failed(iggy_route_core::RequestError::Server {
+        code: iggy_route_core::wire::ErrorCode::ResourceNotFound,
+    });
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), unknown);
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node1")]);
+    routing.handle_result(t0, id, Target::Node(NodeId(1)), sent_by(1));
+    assert_eq!(drain(&mut routing)[1..], [format!("completed {id} ok")]);
+    // Past the settle window the same answer is final.
+    let late = t0 + std::time::Duration::from_secs(2);
+    let other = routing
+        .submit(
+            late,
+            send_to(Identifier::Numeric(1), Identifier::Numeric(1), 4),
+        )
+        .unwrap();
+    let written = drain(&mut routing);
+    let node = if written.last() == Some(&format!("write {other} -> node0")) {
+        0
+    } else {
+        1
+    };
+    let unknown = Attempt::Failed(iggy_route_core::RequestError::Server {
+        code: iggy_route_core::wire::ErrorCode::ResourceNotFound,
+    });
+    routing.handle_result(late, other, Target::Node(NodeId(node)), unknown);
+    assert_eq!(drain(&mut routing), [format!("completed {other} err")]);
+}
+
+fn sent_by(node: u32) -> Attempt {
+    Attempt::Done(Reply::Sent(iggy_route_core::SendReceipt {
+        partition_id: 3,
+        base_offset: Some(0),
+        messages: 1,
+        node: NodeId(node),
+    }))
+}

@@ -4,5 +4,6 @@
 pub mod cluster;
 pub mod demo;
 pub mod error_events;
+pub mod real_cluster;
 pub mod scripted;
 pub mod sim;

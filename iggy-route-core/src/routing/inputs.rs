@@ -97,6 +97,18 @@ impl Routing {
                     self.complete(now, request, Err(RequestError::OutcomeUnknown { node }));
                 }
             }
+            Attempt::Failed(RequestError::Server { code })
+                if is_not_found(code)
+                    && matches!(place, Place::Lane(LaneKey::Partition(_)))
+                    && self.absence_in_doubt(now) =>
+            {
+                // Shortly after our own metadata write, a node whose partition plane has
+                // not applied it yet does not know the partition (seen on the real
+                // cluster right after `CREATE_PARTITIONS`). Nothing was admitted: try the
+                // next node, as after a refusal, within the request's deadline.
+                debug!(%request, ?code, "partition unknown to the node soon after our write; trying elsewhere");
+                self.retry_elsewhere(now, request, &place, target);
+            }
             Attempt::Failed(error) => {
                 if let RequestError::Server { code } = &error
                     && is_not_found(*code)

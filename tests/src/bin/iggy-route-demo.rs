@@ -7,9 +7,13 @@ use std::time::Duration;
 
 use clap::Parser;
 use iggy_route_core::{Config, Credentials};
-use iggy_route_tests::demo::report::{self, Row};
+use iggy_route_tests::demo::report::{self, RefusalSource, Row};
 use iggy_route_tests::demo::runner::{self, Runtimes};
-use iggy_route_tests::demo::{ClientKind, Load, NODES, PARTITIONS, Scenario};
+use iggy_route_tests::demo::{
+    ClientKind, Load, NODES, PARTITIONS, STREAM_NAME, Scenario, TOPIC_NAME,
+};
+use iggy_route_tests::real_cluster::{RealCluster, unique_name};
+use iggy_route_tests::scripted::clients::Adapter;
 
 /// Producer throughput and send latency of iggy-route versus the Iggy SDK 0.11.0 when
 /// partition primaries are on one node and when they are split over nodes.
@@ -32,6 +36,19 @@ struct Args {
     /// Password for `--cluster`.
     #[arg(long, default_value = "iggy")]
     password: String,
+    /// With `--cluster`: the stream to run on (its topic `load` is created when absent).
+    #[arg(long, default_value = STREAM_NAME)]
+    stream: String,
+    /// With `--cluster`: a command taking `kill N`, `start N` and `refusals` (such as
+    /// `../shared/real-cluster/cluster.sh`), node `N` being the `N`th address of
+    /// `--cluster`. Refusals are then counted from the servers' logs, for every client.
+    #[arg(long, value_name = "COMMAND")]
+    ctl: Option<String>,
+    /// With `--cluster` and `--ctl`: run on a new stream whose six partitions have their
+    /// primaries on this many nodes (1 to 3), spread by killing and restarting nodes as
+    /// ordinary failovers do (2 nodes: about 35 s; 3 nodes: about 2 minutes).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=3))]
+    primary_nodes: Option<u8>,
     /// Clients to run, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientKind::RouteTokio, ClientKind::RouteMio, ClientKind::Sdk])]
     clients: Vec<ClientKind>,
@@ -73,8 +90,17 @@ fn main() -> ExitCode {
     };
     println!();
     print!("{}", report::table(&rows));
-    if rows.iter().any(|row| row.scenario == Scenario::External) {
+    if rows
+        .iter()
+        .any(|row| row.refusals_source == RefusalSource::Client)
+    {
         println!("* refusals counted by the client (a real cluster exposes no refusal counter)");
+    }
+    if rows.iter().any(|row| row.scenario == Scenario::External) {
+        println!(
+            "n/a: not observable on a real cluster (the SDK counts no session moves; refusals \
+             need --ctl to read the servers' logs)"
+        );
     }
     for warning in report::warnings(&rows) {
         println!("{warning}");
@@ -129,9 +155,31 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
             return Vec::new();
         }
     };
+    let real = RealCluster::new(
+        seeds.clone(),
+        args.username.clone(),
+        args.password.clone(),
+        args.ctl.clone(),
+    );
+    let stream = match args.primary_nodes {
+        None => args.stream.clone(),
+        Some(_) if !real.has_ctl() => {
+            eprintln!("--primary-nodes needs --ctl");
+            return Vec::new();
+        }
+        Some(nodes) => {
+            let stream = unique_name(&format!("{}-{nodes}n", args.stream));
+            println!("spreading the primaries of {stream}/{TOPIC_NAME} over {nodes} node(s)...");
+            // Its coordinator is the last node, which the spreading never restarts.
+            let admin = real.client(Adapter::Tokio, seeds.len().saturating_sub(1));
+            real.spread_primaries(&admin, &stream, TOPIC_NAME, usize::from(nodes));
+            admin.shutdown();
+            stream
+        }
+    };
     println!(
-        "iggy-route demo against {cluster}: {} producers, batches of {} messages of {} B, \
-         {:.1} s per run, on the cluster's current primaries",
+        "iggy-route demo against {cluster}, stream {stream}: {} producers, batches of {} \
+         messages of {} B, {:.1} s per run, on the cluster's current primaries",
         load.producers,
         load.batch_messages,
         load.payload_bytes,
@@ -139,13 +187,16 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
     );
     let mut rows = Vec::new();
     for &client in &args.clients {
-        if !client.is_iggy_route() {
-            eprintln!("{client} runs only against the embedded cluster; skipped");
-            continue;
-        }
         let config = Config::new(seeds.clone(), credentials.clone());
-        match runner::run_external(runtimes, client, config, load) {
-            Ok(row) => rows.push(row),
+        let refusals_before = real.refusals();
+        match runner::run_external(runtimes, client, config, &stream, load) {
+            Ok(mut row) => {
+                if let (Some(before), Some(after)) = (refusals_before, real.refusals()) {
+                    row.refusals = after.saturating_sub(before);
+                    row.refusals_source = RefusalSource::Cluster;
+                }
+                rows.push(row);
+            }
             Err(error) => eprintln!("{client} external: run failed: {error}"),
         }
     }

@@ -13,6 +13,9 @@ pub enum RefusalSource {
     Cluster,
     /// The client's own stats (a real cluster exposes no such counter).
     Client,
+    /// Not observable: the SDK on a real cluster without a control command to read the
+    /// servers' logs (its session moves are not observable there either).
+    Unknown,
 }
 
 /// One client's run in one scenario.
@@ -74,7 +77,7 @@ pub fn table(rows: &[Row]) -> String {
             m.latency_ms(0.50),
             m.latency_ms(0.99),
             m.latency_ms(0.999),
-            row.session_moves,
+            moves(row),
             refusals(row),
             ratio(vs_sdk(rows, row)),
             ratio(split_over_single(rows, row)),
@@ -125,8 +128,8 @@ pub fn json(rows: &[Row]) -> String {
                 m.latency_ms(0.50),
                 m.latency_ms(0.99),
                 m.latency_ms(0.999),
-                row.session_moves,
-                row.refusals,
+                json_moves(row),
+                json_refusals(row),
                 m.acked_messages,
                 m.sends,
                 m.failed_sends,
@@ -186,6 +189,35 @@ fn refusals(row: &Row) -> String {
     match row.refusals_source {
         RefusalSource::Cluster => row.refusals.to_string(),
         RefusalSource::Client => format!("{}*", row.refusals),
+        RefusalSource::Unknown => "n/a".to_owned(),
+    }
+}
+
+/// Whether the row's session moves were observed: not for the SDK on a real cluster.
+fn moves_known(row: &Row) -> bool {
+    !(row.client == ClientKind::Sdk && row.scenario == Scenario::External)
+}
+
+fn moves(row: &Row) -> String {
+    if moves_known(row) {
+        row.session_moves.to_string()
+    } else {
+        "n/a".to_owned()
+    }
+}
+
+fn json_moves(row: &Row) -> String {
+    if moves_known(row) {
+        row.session_moves.to_string()
+    } else {
+        "null".to_owned()
+    }
+}
+
+fn json_refusals(row: &Row) -> String {
+    match row.refusals_source {
+        RefusalSource::Unknown => "null".to_owned(),
+        RefusalSource::Cluster | RefusalSource::Client => row.refusals.to_string(),
     }
 }
 

@@ -4,14 +4,14 @@
 //! never queue behind the cluster's (and the embedded cluster plays a server, not a
 //! co-tenant of the client's executor).
 
-use iggy_route_core::Config;
 use iggy_route_core::wire::Identifier;
+use iggy_route_core::{Config, Credentials};
 use tokio::runtime::Runtime;
 
 use super::load::ProgressLine;
 use super::report::{RefusalSource, Row};
 use super::topology::EmbeddedCluster;
-use super::{ClientKind, Load, PARTITIONS, STREAM_NAME, Scenario, TOPIC_NAME};
+use super::{ClientKind, Load, PARTITIONS, Scenario, TOPIC_NAME};
 use super::{route_mio, route_tokio, sdk};
 
 /// The two runtimes of the demo.
@@ -97,25 +97,24 @@ pub fn run_embedded(
     })
 }
 
-/// Runs an iggy-route client against a real cluster at `config.seeds`, on the demo topic
-/// (created with [`PARTITIONS`] partitions when absent).
+/// Runs `client` against a real cluster at `config.seeds`, on topic [`TOPIC_NAME`] of
+/// stream `stream_name` (created with [`PARTITIONS`] partitions when absent). The SDK
+/// connects to the first seed, as an SDK user names one node.
 pub fn run_external(
     runtimes: &Runtimes,
     client: ClientKind,
     config: Config,
+    stream_name: &str,
     load: &Load,
 ) -> Result<Row, String> {
-    if !client.is_iggy_route() {
-        return Err(format!("{client} runs only against the embedded cluster"));
-    }
-    // A tokio client does the admin calls and the stored counts for either adapter.
+    // A tokio client does the admin calls and the stored counts for every client.
     let admin = runtimes.clients.block_on(async {
         let admin = iggy_route_tokio::Client::connect(config.clone())
             .await
             .map_err(|error| format!("connect: {error}"))?;
-        let ids = route_tokio::ensure_topic(&admin, STREAM_NAME, TOPIC_NAME, PARTITIONS)
+        let ids = route_tokio::ensure_topic(&admin, stream_name, TOPIC_NAME, PARTITIONS)
             .await
-            .map_err(|error| format!("create {STREAM_NAME}/{TOPIC_NAME}: {error}"))?;
+            .map_err(|error| format!("create {stream_name}/{TOPIC_NAME}: {error}"))?;
         Ok::<_, String>((admin, ids))
     });
     let (admin, (stream, topic)) = admin?;
@@ -126,14 +125,17 @@ pub fn run_external(
     };
     let stored_before = stored_count();
     let label = format!("{client} external");
-    let row = run_route(
-        runtimes,
-        client,
-        config.clone(),
-        (stream, topic),
-        load,
-        label,
-    );
+    let row = match client {
+        ClientKind::Sdk => run_sdk_external(runtimes, &config, (stream, topic), load, label),
+        ClientKind::RouteTokio | ClientKind::RouteMio => run_route(
+            runtimes,
+            client,
+            config.clone(),
+            (stream, topic),
+            load,
+            label,
+        ),
+    };
     let stored_after = stored_count();
     runtimes.clients.block_on(admin.shutdown());
     let mut row = row?;
@@ -141,6 +143,44 @@ pub fn run_external(
         .zip(stored_after)
         .map(|(before, after)| after.saturating_sub(before));
     Ok(row)
+}
+
+/// The SDK's producers against a real cluster: one `IggyClient` per producer on the first
+/// seed. A real cluster exposes no counters, so session moves and refusals are not known.
+fn run_sdk_external(
+    runtimes: &Runtimes,
+    config: &Config,
+    (stream, topic): (u32, u32),
+    load: &Load,
+    label: String,
+) -> Result<Row, String> {
+    let Credentials::UserPassword { username, password } = &config.credentials else {
+        return Err("the SDK run needs a username and password".to_owned());
+    };
+    let seed = config.seeds.first().ok_or("no seed")?;
+    let nodelay = if load.sdk_nodelay {
+        "?nodelay=true"
+    } else {
+        ""
+    };
+    let connection = format!("iggy://{username}:{}@{seed}{nodelay}", password.expose());
+    runtimes.clients.block_on(async {
+        let clients = sdk::connect(&connection, load.producers)
+            .await
+            .map_err(|error| format!("SDK connect: {error}"))?;
+        let line = ProgressLine::start(label, load);
+        let measured = sdk::produce(clients, stream, topic, load, line.progress()).await;
+        line.finish();
+        Ok(Row {
+            client: ClientKind::Sdk,
+            scenario: Scenario::External,
+            measurement: measured.map_err(|error| format!("SDK: {error}"))?,
+            session_moves: 0,
+            refusals: 0,
+            refusals_source: RefusalSource::Unknown,
+            stored_messages: None,
+        })
+    })
 }
 
 /// Connects an iggy-route client, runs the load, and reads its counters around it.

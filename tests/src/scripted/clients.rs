@@ -11,7 +11,7 @@ use bytes::Bytes;
 use iggy_route_core::client::ClientError;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Message, TopicDetails};
-use iggy_route_core::{Config, Credentials, SendReceipt, Stats};
+use iggy_route_core::{Config, Credentials, Reply, Request, SendReceipt, Stats};
 
 /// Which adapter a test drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +126,14 @@ impl TestClient {
         match &self.inner {
             Inner::Tokio { runtime, client } => runtime.block_on(client.get_topic(1u32, 1u32)),
             Inner::Mio(client) => client.get_topic(1u32, 1u32),
+        }
+    }
+
+    /// Any request, through the adapter's own `Client::request`.
+    pub fn request(&self, request: Request) -> Result<Reply, ClientError> {
+        match &self.inner {
+            Inner::Tokio { runtime, client } => runtime.block_on(client.request(request)),
+            Inner::Mio(client) => client.request(request),
         }
     }
 

@@ -1,0 +1,333 @@
+//! The suite against a real Iggy cluster: see `iggy_route_tests::real_cluster` for the
+//! environment it reads. Without `IGGY_ROUTE_REAL_CLUSTER` every test prints that it was
+//! skipped and passes; without `IGGY_ROUTE_REAL_CLUSTER_CTL` the tests that stop nodes (and
+//! the split of the primaries) are skipped.
+//!
+//! The tests share the cluster, so they run one at a time; the topic with split primaries
+//! is made once and made again after a test has killed a node.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use iggy_route_core::Reply;
+use iggy_route_core::client::ClientError;
+use iggy_route_tests::real_cluster::{
+    ELECTION_WAIT, REJOIN_WAIT, RealCluster, admin, admitted_by, create_partitions, create_stream,
+    create_topic, poll, read_all, send, unique_name,
+};
+use iggy_route_tests::scripted::clients::Adapter;
+
+const ADAPTERS: [Adapter; 2] = [Adapter::Tokio, Adapter::Mio];
+
+/// A topic whose primaries sit on different nodes.
+#[derive(Debug, Clone)]
+struct Split {
+    stream: String,
+    topic: String,
+    partitions: u32,
+}
+
+static SERIAL: Mutex<Option<Split>> = Mutex::new(None);
+
+fn serial() -> MutexGuard<'static, Option<Split>> {
+    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The split topic, made now if there is none: split by bouncing nodes when there is a
+/// control command, else a topic of six partitions wherever the cluster puts them.
+fn split(cluster: &RealCluster, fixture: &mut Option<Split>) -> Split {
+    if let Some(split) = fixture {
+        return split.clone();
+    }
+    let stream = unique_name("route-split");
+    let topic = "events".to_owned();
+    let coordinator = cluster.nodes.len() - 1;
+    let client = cluster.client(Adapter::Tokio, coordinator);
+    let partitions = if RealCluster::with_ctl_from_env("split_primaries").is_some() {
+        cluster.split_primaries(&client, &stream, &topic)
+    } else {
+        admin(&client, create_stream(&stream));
+        admin(&client, create_topic(&stream, &topic, 6));
+        6
+    };
+    client.shutdown();
+    let made = Split {
+        stream,
+        topic,
+        partitions,
+    };
+    *fixture = Some(made.clone());
+    made
+}
+
+fn fresh_id() -> u128 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let run = u128::from(std::process::id()) << 64;
+    run | u128::from(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+        | (u128::from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |t| t.as_secs()),
+        ) << 96)
+}
+
+#[test]
+fn split_primaries_are_sent_to_without_session_moves_and_refused_only_while_learned() {
+    let Some(cluster) = RealCluster::from_env("split_primaries") else {
+        return;
+    };
+    let mut fixture = serial();
+    let split = split(&cluster, &mut fixture);
+    for adapter in ADAPTERS {
+        let client = cluster.client(adapter, 0);
+        let mut nodes = BTreeSet::new();
+        for partition in 0..split.partitions {
+            let request = send(&split.stream, &split.topic, partition, 0, "learn");
+            nodes.insert(admitted_by(client.request(request)).unwrap());
+        }
+        let learned = client.stats();
+        let started = Instant::now();
+        let rounds = 20;
+        for _ in 0..rounds {
+            for partition in 0..split.partitions {
+                let request = send(&split.stream, &split.topic, partition, 0, "steady");
+                admitted_by(client.request(request)).unwrap();
+            }
+        }
+        let per_send = started.elapsed() / (rounds * split.partitions);
+        let stats = client.stats();
+        println!(
+            "{adapter:?}: primaries on nodes {nodes:?}; {} refusals while learning, {} after; \
+             {per_send:?} per send; {} session moves",
+            learned.refusals,
+            stats.refusals - learned.refusals,
+            stats.session_moves
+        );
+        if RealCluster::with_ctl_from_env("split_primaries").is_some() {
+            assert_eq!(
+                nodes.len(),
+                cluster.nodes.len(),
+                "one primary node per node"
+            );
+        }
+        assert_eq!(stats.refusals, learned.refusals, "no refusal once learned");
+        assert_eq!(stats.session_moves, 0);
+        client.shutdown();
+    }
+}
+
+#[test]
+fn no_refusal_after_our_own_metadata_writes() {
+    let Some(cluster) = RealCluster::from_env("no_refusal_after_our_own_metadata_writes") else {
+        return;
+    };
+    let mut fixture = serial();
+    let split = split(&cluster, &mut fixture);
+    for adapter in ADAPTERS {
+        let client = cluster.client(adapter, 1);
+        for partition in 0..split.partitions {
+            let request = send(&split.stream, &split.topic, partition, 0, "learn");
+            admitted_by(client.request(request)).unwrap();
+        }
+        let learned = client.stats().refusals;
+        for round in 0..12 {
+            if round % 4 == 0 {
+                admin(&client, create_stream(&unique_name("route-other")));
+            }
+            for partition in 0..split.partitions {
+                let request = send(&split.stream, &split.topic, partition, 0, "after");
+                admitted_by(client.request(request)).unwrap();
+            }
+        }
+        assert_eq!(client.stats().refusals, learned, "{adapter:?}");
+        assert_eq!(client.stats().session_moves, 0);
+        client.shutdown();
+    }
+}
+
+#[test]
+fn what_we_create_through_any_coordinator_is_sent_to_at_once() {
+    let Some(cluster) = RealCluster::from_env("create_then_send") else {
+        return;
+    };
+    let _serial = serial();
+    for adapter in ADAPTERS {
+        for coordinator in 0..cluster.nodes.len() {
+            let client = cluster.client(adapter, coordinator);
+            let stream = unique_name("route-fresh");
+            admin(&client, create_stream(&stream));
+            admin(&client, create_topic(&stream, "events", 2));
+            let first = client.request(send(&stream, "events", 1, 0, "first"));
+            assert!(
+                admitted_by(first).is_ok(),
+                "{adapter:?} via node {coordinator}: create-then-send"
+            );
+            admin(&client, create_partitions(&stream, "events", 2));
+            for partition in [3, 2] {
+                let sent = client.request(send(&stream, "events", partition, 0, "added"));
+                let sent = admitted_by(sent);
+                assert!(
+                    sent.is_ok(),
+                    "{adapter:?} via node {coordinator}: add-then-send to {partition}: {sent:?}"
+                );
+            }
+            client.shutdown();
+        }
+    }
+}
+
+#[test]
+fn every_partition_reads_its_own_writes_and_stored_equals_acknowledged() {
+    let Some(cluster) = RealCluster::from_env("read_your_writes") else {
+        return;
+    };
+    let mut fixture = serial();
+    let split = split(&cluster, &mut fixture);
+    for adapter in ADAPTERS {
+        let client = cluster.client(adapter, 0);
+        let mut acknowledged: Vec<BTreeSet<u128>> =
+            vec![BTreeSet::new(); split.partitions as usize];
+        for round in 0..5 {
+            for partition in 0..split.partitions {
+                let id = fresh_id();
+                let sent = client.request(send(&split.stream, &split.topic, partition, id, "ryw"));
+                let Ok(Reply::Sent(receipt)) = sent else {
+                    panic!("{adapter:?} send to {partition}: {sent:?}");
+                };
+                acknowledged[partition as usize].insert(id);
+                let offset = receipt.base_offset.unwrap();
+                let read = client.request(poll(&split.stream, &split.topic, partition, offset, 1));
+                let Ok(Reply::Polled(polled)) = read else {
+                    panic!("{adapter:?} poll of {partition}: {read:?}");
+                };
+                assert_eq!(
+                    polled.messages.first().map(|m| m.id),
+                    Some(id),
+                    "{adapter:?} round {round}: partition {partition} at {offset} right after \
+                     its acknowledgement"
+                );
+            }
+        }
+        for partition in 0..split.partitions {
+            let stored = read_all(&client, &split.stream, &split.topic, partition);
+            let unique: BTreeSet<u128> = stored.iter().copied().collect();
+            assert_eq!(unique.len(), stored.len(), "no message stored twice");
+            let missing: Vec<&u128> = acknowledged[partition as usize]
+                .difference(&unique)
+                .collect();
+            assert!(
+                missing.is_empty(),
+                "{adapter:?} {partition}: lost {missing:?}"
+            );
+        }
+        client.shutdown();
+    }
+}
+
+/// The coordinator's node (node 0) is killed while three threads send: the session moves
+/// once, sends resume once the cluster has elected, and nothing acknowledged is lost.
+#[test]
+fn the_coordinators_node_killed_under_load() {
+    let Some(cluster) = RealCluster::with_ctl_from_env("coordinator_killed_under_load") else {
+        return;
+    };
+    let mut fixture = serial();
+    let split = split(&cluster, &mut fixture);
+    // Node 0's death moves primaries: the next test that needs a split makes a new one.
+    *fixture = None;
+    for adapter in ADAPTERS {
+        let client = cluster.client(adapter, 0);
+        let load_for = Duration::from_secs(2) + ELECTION_WAIT + Duration::from_secs(10);
+        let outcomes = Mutex::new(Outcomes::default());
+        std::thread::scope(|scope| {
+            for worker in 0..3u32 {
+                let (client, split, outcomes) = (&client, &split, &outcomes);
+                scope.spawn(move || {
+                    let started = Instant::now();
+                    let mut partition = worker;
+                    while started.elapsed() < load_for {
+                        partition = (partition + 1) % split.partitions;
+                        let id = fresh_id();
+                        let request = send(&split.stream, &split.topic, partition, id, "load");
+                        let result = admitted_by(client.request(request));
+                        let at = started.elapsed();
+                        outcomes.lock().unwrap().record(partition, id, at, result);
+                    }
+                });
+            }
+            std::thread::sleep(Duration::from_secs(2));
+            cluster.ctl("kill", 0);
+        });
+        cluster.ctl("start", 0);
+        let stats = client.stats();
+        let outcomes = outcomes.into_inner().unwrap();
+        println!(
+            "{adapter:?}: {} acknowledged, {} unknown, {} failed; last failure at {:?}; \
+             {} session moves, {} refusals",
+            outcomes.acknowledged.len(),
+            outcomes.unknown,
+            outcomes.failed,
+            outcomes.last_failure,
+            stats.session_moves,
+            stats.refusals
+        );
+        assert_eq!(stats.session_moves, 1, "{adapter:?}");
+        assert!(
+            outcomes.last_ok > outcomes.last_failure.unwrap_or_default(),
+            "{adapter:?}: sends resumed after the election"
+        );
+        client.shutdown();
+        std::thread::sleep(REJOIN_WAIT);
+        let reader = cluster.client(Adapter::Tokio, 2);
+        for partition in 0..split.partitions {
+            let stored: BTreeSet<u128> = read_all(&reader, &split.stream, &split.topic, partition)
+                .into_iter()
+                .collect();
+            let lost: Vec<u128> = outcomes
+                .acknowledged
+                .iter()
+                .filter(|(p, id)| *p == partition && !stored.contains(id))
+                .map(|(_, id)| *id)
+                .collect();
+            assert!(
+                lost.is_empty(),
+                "{adapter:?} partition {partition} lost {lost:?}"
+            );
+        }
+        reader.shutdown();
+    }
+}
+
+#[derive(Debug, Default)]
+struct Outcomes {
+    acknowledged: Vec<(u32, u128)>,
+    unknown: u64,
+    failed: u64,
+    last_ok: Duration,
+    last_failure: Option<Duration>,
+}
+
+impl Outcomes {
+    fn record(&mut self, partition: u32, id: u128, at: Duration, result: Result<u32, ClientError>) {
+        match result {
+            Ok(_) => {
+                self.acknowledged.push((partition, id));
+                self.last_ok = self.last_ok.max(at);
+            }
+            Err(error) => {
+                if matches!(
+                    error,
+                    ClientError::Request(iggy_route_core::RequestError::OutcomeUnknown { .. })
+                ) {
+                    self.unknown += 1;
+                } else {
+                    self.failed += 1;
+                }
+                self.last_failure = Some(self.last_failure.unwrap_or_default().max(at));
+            }
+        }
+    }
+}
