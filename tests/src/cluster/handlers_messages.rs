@@ -33,6 +33,10 @@ pub(super) fn send(
         return Outcome::status(ErrorCode::InvalidFormat, commit);
     };
     let timestamp = state.next_timestamp();
+    // A node's partition plane knows the partitions its metadata copy holds: a partition
+    // (or topic) created since is an unresolved namespace there, as on the real cluster.
+    let horizon = state.metadata_horizon(connection.node());
+    let unknown_here = |created_at: u64| horizon.is_some_and(|horizon| created_at > horizon);
     // §4.2: the confirmation names the numeric ids even when the request used names.
     let stream_id = state
         .catalog
@@ -57,9 +61,13 @@ pub(super) fn send(
             next.checked_rem(count)
         }
     };
+    let topic_unknown = unknown_here(topic.created_at);
     let Some(partition) = partition_id.and_then(|id| topic.partition_mut(id)) else {
         return Outcome::status(ErrorCode::ResourceNotFound, commit);
     };
+    if topic_unknown || unknown_here(partition.created_at) {
+        return Outcome::status(ErrorCode::ResourceNotFound, commit);
+    }
     if partition.primary != connection.node() {
         return Outcome::status(ErrorCode::TransientNotAccepted, partition.next_offset());
     }
