@@ -94,11 +94,7 @@ impl RealCluster {
     /// answer.
     pub fn refusals(&self) -> Option<u64> {
         let ctl = self.ctl.as_ref()?;
-        let output = Command::new("sh")
-            .arg("-c")
-            .arg(format!("{ctl} refusals"))
-            .output()
-            .ok()?;
+        let output = ctl_command(ctl, "refusals").output().ok()?;
         let text = String::from_utf8(output.stdout).ok()?;
         text.split_whitespace()
             .map(|field| {
@@ -157,9 +153,7 @@ impl RealCluster {
         let Some(ctl) = &self.ctl else {
             panic!("no IGGY_ROUTE_REAL_CLUSTER_CTL to {action} node {node}");
         };
-        let status = Command::new("sh")
-            .arg("-c")
-            .arg(format!("{ctl} {action} {node}"))
+        let status = ctl_command(ctl, &format!("{action} {node}"))
             .status()
             .unwrap_or_else(|error| panic!("run {ctl}: {error}"));
         assert!(status.success(), "{ctl} {action} {node}: {status}");
@@ -216,6 +210,20 @@ impl RealCluster {
     pub fn split_primaries(&self, client: &TestClient, stream: &str, topic: &str) -> u32 {
         self.spread_primaries(client, stream, topic, 3)
     }
+}
+
+/// `ctl args` through the shell, without this process's `IGGY_*` variables: an Iggy
+/// server started by the command refuses to start when it sees variables it does not know
+/// (such as `IGGY_ROUTE_REAL_CLUSTER`).
+fn ctl_command(ctl: &str, args: &str) -> Command {
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(format!("{ctl} {args}"));
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("IGGY_") {
+            command.env_remove(key);
+        }
+    }
+    command
 }
 
 /// A fresh name for this run's stream (the real cluster keeps what earlier runs made).

@@ -46,7 +46,7 @@ fn split(cluster: &RealCluster, fixture: &mut Option<Split>) -> Split {
     let topic = "events".to_owned();
     let coordinator = cluster.nodes.len() - 1;
     let client = cluster.client(Adapter::Tokio, coordinator);
-    let partitions = if RealCluster::with_ctl_from_env("split_primaries").is_some() {
+    let partitions = if cluster.has_ctl() {
         cluster.split_primaries(&client, &stream, &topic)
     } else {
         admin(&client, create_stream(&stream));
@@ -106,7 +106,7 @@ fn split_primaries_are_sent_to_without_session_moves_and_refused_only_while_lear
             stats.refusals - learned.refusals,
             stats.session_moves
         );
-        if RealCluster::with_ctl_from_env("split_primaries").is_some() {
+        if cluster.has_ctl() {
             assert_eq!(
                 nodes.len(),
                 cluster.nodes.len(),
