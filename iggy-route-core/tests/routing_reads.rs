@@ -137,7 +137,7 @@ fn a_poll_answered_by_a_backup_does_not_teach_a_route() {
 }
 
 #[test]
-fn a_poll_whose_node_is_unreachable_moves_on_and_then_backs_off() {
+fn a_poll_whose_node_is_unreachable_moves_on_and_then_backs_off_keeping_the_route() {
     let (t0, mut routing) = after_a_send_admitted_by_node_2(config());
     let id = routing.submit(t0, poll(Some(1), false)).unwrap();
     let mut expected = 2;
@@ -154,7 +154,16 @@ fn a_poll_whose_node_is_unreachable_moves_on_and_then_backs_off() {
     let wake = routing.poll_timeout().unwrap();
     assert!(wake > t0);
     routing.handle_timeout(wake);
-    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+    // A failed link says nothing of the primary: the route learned by our send stays.
+    assert_eq!(routing.route(&partition(1)), Some(NodeId(2)));
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node2")]);
+    routing.handle_result(wake, id, Target::Node(NodeId(2)), polled());
+    drain(&mut routing);
+    // The served poll ended the round: the next send goes straight to the primary.
+    let next = routing
+        .submit(wake, send(Partitioning::PartitionId(1)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {next} -> node2")]);
 }
 
 #[test]

@@ -66,8 +66,10 @@ pub enum Delivery {
     AtLeastOnce,
 }
 
-/// Which node serves a poll of one partition (a poll that names its partition; auto-commit
-/// polls always go to the primary, the only node whose offset commit lasts).
+/// Which node serves a poll of one partition (a poll that names its partition). Auto-commit
+/// polls always go where the primary is known, the only node whose offset commit lasts: on a
+/// cluster without routing commands that is known only once a write of ours was admitted,
+/// and before that a backup may serve the poll and drop its commit (as the server does).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PollFrom {
     /// The partition's primary: a poll sees every send acknowledged before it (read your

@@ -51,9 +51,14 @@ impl Routing {
                     .is_some_and(|p| !self.served_by_any_replica(&p.request));
                 if let (Place::Lane(key @ LaneKey::Partition(partition)), Target::Node(node)) =
                     (&place, target)
-                    && proves_primary
                 {
-                    self.admitted(key, partition, node);
+                    if proves_primary {
+                        self.admitted(key, partition, node);
+                    } else if let Some(lane) = self.lanes.get_mut(key) {
+                        // A served read ends a round of failed links, and teaches nothing.
+                        lane.tried.clear();
+                        lane.backoff_streak = 0;
+                    }
                 }
                 if let Some(Request::Admin(admin)) = self.pending.get(&request).map(|p| &p.request)
                 {
@@ -64,10 +69,13 @@ impl Routing {
                     self.learn_own_write(now, &admin, &reply);
                 }
                 let absent = matches!(reply, Reply::Stream(None) | Reply::Topic(None));
-                if absent && place == Place::Coordinator && self.absence_in_doubt(now) {
+                let deadline = self.deadline_of(request);
+                if absent
+                    && place == Place::Coordinator
+                    && let Some(wait) = self.doubt_wait(now, deadline)
+                {
                     // The caller's own read of what it may just have created: ask again.
                     debug!(%request, "absent shortly after our own metadata write; reading again");
-                    let wait = self.backoff_for(0);
                     self.timers.insert((now + wait, TimerKey::Retry(request)));
                     return;
                 }
@@ -100,7 +108,7 @@ impl Routing {
             Attempt::Failed(RequestError::Server { code })
                 if is_not_found(code)
                     && matches!(place, Place::Lane(LaneKey::Partition(_)))
-                    && self.absence_in_doubt(now) =>
+                    && self.doubt_wait(now, self.deadline_of(request)).is_some() =>
             {
                 // Shortly after our own metadata write, a node whose partition plane has
                 // not applied it yet does not know the partition (seen on the real
@@ -151,8 +159,14 @@ impl Routing {
     fn retry_elsewhere(&mut self, now: Instant, request: RequestId, place: &Place, target: Target) {
         match (place, node_of(target)) {
             (Place::Lane(key), Some(node)) => {
+                // A read whose link failed says nothing of the primary either: the route
+                // stays, and the read skips its node for this round (`tried`).
+                let read = self
+                    .pending
+                    .get(&request)
+                    .is_some_and(|p| self.served_by_any_replica(&p.request));
                 if let Some(lane) = self.lanes.get_mut(key) {
-                    if lane.route.is_some_and(|r| r.node == node) {
+                    if !read && lane.route.is_some_and(|r| r.node == node) {
                         lane.route = None;
                     }
                     // Every node that did not admit since the last piece of route news is
@@ -276,7 +290,22 @@ impl Routing {
             }
             RouteAnswer::Failed(error) => {
                 let waiting: Vec<RequestId> = lane.queue.iter().copied().collect();
-                if matches!(error, RequestError::Server { code } if is_not_found(code)) {
+                let not_found =
+                    matches!(error, RequestError::Server { code } if is_not_found(code));
+                if not_found && let Some(wait) = self.doubt_wait(now, None) {
+                    // Shortly after our own metadata write the coordinator may not know the
+                    // partition yet: look it up again after a wait. Requests that would
+                    // outlive their deadline meanwhile end with the answer.
+                    debug!(%partition, "route lookup found nothing soon after our write; asking again");
+                    for id in waiting {
+                        if self.deadline_of(id).is_some_and(|d| now + wait >= d) {
+                            self.complete(now, id, Err(error.clone()));
+                        }
+                    }
+                    self.set_lane_backoff(now, &key, wait);
+                    return;
+                }
+                if not_found {
                     self.invalidate_topic(&partition.topic);
                 }
                 for id in waiting {

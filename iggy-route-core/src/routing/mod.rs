@@ -532,10 +532,32 @@ impl Routing {
         }
     }
 
-    /// Whether an answer of "absent" at `now` may predate one of our own metadata writes.
-    fn absence_in_doubt(&self, now: Instant) -> bool {
-        self.own_write_at
-            .is_some_and(|at| now < at + self.config.own_write_settle)
+    /// Whether an answer of "absent" at `now` may predate one of our own metadata writes
+    /// (within `own_write_settle` of it), and if so how long to wait before asking again:
+    /// half the time since the write, from `route_backoff_initial` up to
+    /// `route_backoff_max`, jittered, so that a settle window of a second asks about
+    /// fifteen times. `None` when the answer is to be believed, also when the next ask would
+    /// come at or after `deadline`: a request ends with the answer, not with a timeout.
+    fn doubt_wait(&mut self, now: Instant, deadline: Option<Instant>) -> Option<Duration> {
+        let at = self.own_write_at?;
+        let settled = at.checked_add(self.config.own_write_settle)?;
+        if now >= settled {
+            return None;
+        }
+        let since = now.saturating_duration_since(at);
+        let base = (since / 2)
+            .max(self.config.route_backoff_initial)
+            .min(self.config.route_backoff_max);
+        let wait = self.rng.jitter(base);
+        if deadline.is_some_and(|deadline| now + wait >= deadline) {
+            return None;
+        }
+        Some(wait)
+    }
+
+    /// The deadline of a pending request.
+    fn deadline_of(&self, id: RequestId) -> Option<Instant> {
+        self.pending.get(&id).map(|p| p.deadline)
     }
 
     fn delivery(&self) -> Delivery {

@@ -3,7 +3,7 @@
 //! the server says a partition does not exist (the 0.11.0 SDK caches it forever).
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::debug;
 
@@ -159,24 +159,37 @@ impl Routing {
                     self.resolve(now, id, topic, partitions_count, Known::Fresh);
                 }
             }
-            TopicAnswer::NotFound if self.absence_in_doubt(now) => {
-                // Shortly after our own metadata write, "absent" may come from a node that
-                // has not applied it: read again, as for no answer.
-                debug!(%topic, "topic absent shortly after our own metadata write; reading again");
-                self.retry_topic_later(now, topic);
-            }
             TopicAnswer::NotFound => {
+                state.info = None;
+                // Shortly after our own metadata write, "absent" may come from a node that
+                // has not applied it: read again later, unless a request would outlive its
+                // deadline meanwhile (it ends with the answer).
+                let doubt = self.doubt_wait(now, None);
                 let Some(state) = self.topics.get_mut(topic) else {
                     return;
                 };
-                state.info = None;
                 let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
+                let mut still_waiting = VecDeque::new();
                 for id in waiting {
+                    let outlives =
+                        |wait: Duration| self.deadline_of(id).is_some_and(|d| now + wait < d);
+                    if doubt.is_some_and(outlives) {
+                        still_waiting.push_back(id);
+                        continue;
+                    }
                     let error = RequestError::TopicNotFound {
                         stream: topic.stream.clone(),
                         topic: topic.topic.clone(),
                     };
                     self.complete(now, id, Err(error));
+                }
+                if let (Some(wait), false) = (doubt, still_waiting.is_empty()) {
+                    debug!(%topic, ?wait, "topic absent shortly after our own metadata write; reading again");
+                    if let Some(state) = self.topics.get_mut(topic) {
+                        state.waiting = still_waiting;
+                    }
+                    self.timers
+                        .insert((now + wait, TimerKey::Topic(topic.clone())));
                 }
             }
             TopicAnswer::Unavailable => self.retry_topic_later(now, topic),
@@ -242,16 +255,17 @@ impl Routing {
                 self.fetch_topic(topic);
                 return;
             }
-            Some(_) if self.absence_in_doubt(now) => {
+            Some(_) if let Some(wait) = self.doubt_wait(now, self.deadline_of(id)) => {
                 // Shortly after our own metadata write the count read may predate it (a
                 // partition we added, under a name or at a moment `added_floor` did not
                 // catch): read again rather than fail.
-                debug!(%topic, count, "partition beyond a count read soon after our write; reading again");
+                debug!(%topic, count, ?wait, "partition beyond a count read soon after our write; reading again");
                 if let Some(state) = self.topics.get_mut(topic) {
                     state.info = None;
                     state.waiting.push_back(id);
                 }
-                self.retry_topic_later(now, topic);
+                self.timers
+                    .insert((now + wait, TimerKey::Topic(topic.clone())));
                 return;
             }
             Some(p) => {
