@@ -26,8 +26,8 @@ struct Args {
     /// Print one JSON object with every result as the last line of stdout.
     #[arg(long)]
     json: bool,
-    /// Run the iggy-route clients against this real cluster (`host:port,...`) instead of
-    /// the embedded one.
+    /// Run the clients against this real cluster (`host:port,...`, node `N` being the `N`th)
+    /// instead of the embedded one. The SDK connects to the first address.
     #[arg(long, value_name = "HOST:PORT,...")]
     cluster: Option<String>,
     /// Username for `--cluster`.
