@@ -127,8 +127,10 @@ impl Router {
         let payload = match reply_payload(header, body) {
             Ok(payload) => payload,
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) if is_transient(code) => {
-                // The login never left the node: sign in again on a new connection.
-                self.close_link(now, link_id);
+                // The login never left the node, which is reachable but cannot register a
+                // session now (its metadata plane is electing): sign in there again after
+                // a backoff, without moving the session for it.
+                self.sign_in_deferred(now, link_id);
                 return;
             }
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {

@@ -13,6 +13,11 @@ use crate::event::{Event, LinkRole};
 use crate::ids::{LinkId, NodeId};
 use crate::routing::{Attempt, Target};
 use crate::wire::{LoginRegisterRequest, LoginRegisterWithPatRequest, PROTOCOL_VERSION};
+
+/// Sign-ins a node may answer with "not now" in a row before the session leaves it: with
+/// the default reconnect backoff (50 ms doubling to 2 s, jittered) about 10 to 16 s, the
+/// length of an election on the real cluster (a 5 s heartbeat timeout, then view changes).
+pub(super) const DEFERRED_SIGN_INS_MAX: u32 = 12;
 use crate::wire::{Name, Operation, code};
 
 impl Router {
@@ -151,6 +156,41 @@ impl Router {
                 self.coordinator.link = None;
                 self.coordinator.identity = None;
                 self.move_coordinator(now);
+            }
+            LinkRole::Data => {
+                let others = self
+                    .links
+                    .values()
+                    .any(|l| l.node == node && l.role == LinkRole::Data);
+                if !others {
+                    self.unsend_all(now, node);
+                }
+            }
+        }
+    }
+
+    /// A node answered a sign-in with "not now" (57 or 58): it is reachable, so the link
+    /// closes and the node is dialled again after its backoff, and a coordinator stays
+    /// there (a session move is for an unreachable node). Only after
+    /// [`DEFERRED_SIGN_INS_MAX`] such answers in a row, a node that may be cut off from its
+    /// quorum, does the session move on.
+    pub(super) fn sign_in_deferred(&mut self, now: Instant, link_id: LinkId) {
+        let Some(link) = self.links.remove(&link_id) else {
+            return;
+        };
+        self.outputs.push_back(Output::Close { link: link_id });
+        let node = link.node;
+        self.mark_node_failed(now, node);
+        self.mark_link_lost(node);
+        let deferrals = self.node(node).map_or(0, |n| n.failures);
+        debug!(%node, deferrals, "sign-in deferred by the node");
+        match link.role {
+            LinkRole::Coordinator => {
+                self.coordinator.link = None;
+                self.coordinator.identity = None;
+                if deferrals >= DEFERRED_SIGN_INS_MAX {
+                    self.move_coordinator(now);
+                }
             }
             LinkRole::Data => {
                 let others = self
