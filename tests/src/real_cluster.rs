@@ -215,9 +215,17 @@ impl RealCluster {
 /// `ctl args` through the shell, without this process's `IGGY_*` variables: an Iggy
 /// server started by the command refuses to start when it sees variables it does not know
 /// (such as `IGGY_ROUTE_REAL_CLUSTER`).
+///
+/// It runs in the workspace's root, so that a relative command such as
+/// `../shared/real-cluster/cluster.sh` means the same from `cargo test` (whose tests run in
+/// the crate's directory) as from the shell, and so does the state directory that script
+/// keeps under its working directory.
 fn ctl_command(ctl: &str, args: &str) -> Command {
     let mut command = Command::new("sh");
     command.arg("-c").arg(format!("{ctl} {args}"));
+    if let Some(root) = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent() {
+        command.current_dir(root);
+    }
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("IGGY_") {
             command.env_remove(key);
