@@ -145,28 +145,7 @@ impl Router {
 
     /// A connection attempt failed (reported by the transport, or timed out).
     pub(super) fn connect_failed(&mut self, now: Instant, link_id: LinkId) {
-        let Some(link) = self.links.remove(&link_id) else {
-            return;
-        };
-        let node = link.node;
-        self.mark_node_failed(now, node);
-        self.mark_link_lost(node);
-        match link.role {
-            LinkRole::Coordinator => {
-                self.coordinator.link = None;
-                self.coordinator.identity = None;
-                self.move_coordinator(now);
-            }
-            LinkRole::Data => {
-                let others = self
-                    .links
-                    .values()
-                    .any(|l| l.node == node && l.role == LinkRole::Data);
-                if !others {
-                    self.unsend_all(now, node);
-                }
-            }
-        }
+        self.link_failed(now, link_id, true);
     }
 
     /// A node answered a sign-in with "not now" (57 or 58): it is reachable, so the link
@@ -175,20 +154,30 @@ impl Router {
     /// [`DEFERRED_SIGN_INS_MAX`] such answers in a row, a node that may be cut off from its
     /// quorum, does the session move on.
     pub(super) fn sign_in_deferred(&mut self, now: Instant, link_id: LinkId) {
-        let Some(link) = self.links.remove(&link_id) else {
+        let Some(node) = self.links.get(&link_id).map(|link| link.node) else {
             return;
         };
         self.outputs.push_back(Output::Close { link: link_id });
+        let deferrals = self.node(node).map_or(0, |n| n.failures).saturating_add(1);
+        debug!(%node, deferrals, "sign-in deferred by the node");
+        self.link_failed(now, link_id, deferrals >= DEFERRED_SIGN_INS_MAX);
+    }
+
+    /// A link failed before it signed in: its node backs off, a coordinator link moves the
+    /// session on when `move_session` says so, and a node's last data link hands what
+    /// waited for it back to the routing layer as not sent.
+    fn link_failed(&mut self, now: Instant, link_id: LinkId, move_session: bool) {
+        let Some(link) = self.links.remove(&link_id) else {
+            return;
+        };
         let node = link.node;
         self.mark_node_failed(now, node);
         self.mark_link_lost(node);
-        let deferrals = self.node(node).map_or(0, |n| n.failures);
-        debug!(%node, deferrals, "sign-in deferred by the node");
         match link.role {
             LinkRole::Coordinator => {
                 self.coordinator.link = None;
                 self.coordinator.identity = None;
-                if deferrals >= DEFERRED_SIGN_INS_MAX {
+                if move_session {
                     self.move_coordinator(now);
                 }
             }
