@@ -5,10 +5,14 @@
 //! - `SIM_SEED=n` runs only seed `n` (add `SIM_VERBOSE=1` to print its whole trace);
 //! - a sweep of 100 seeds or more must meet every hard case (refusals, unknown outcomes,
 //!   session moves, 57s, stray, duplicated and garbage replies, lying routes) at least once;
+//! - `SIM_HASHES=<file>` writes `seed trace_hash steps` for every seed run, so that a change
+//!   meant to alter nothing observable (a refactor of the core) can be checked against the
+//!   file written before it, seed by seed (`diff` the two files);
 //!
 //! A failure names its seed; `SIM_SEED=<seed> cargo test -p iggy-route-tests --release
 //! --test simulation` replays it exactly.
 
+use std::io::Write as _;
 use std::time::Instant;
 
 use iggy_route_tests::sim::{self, SimReport};
@@ -37,10 +41,19 @@ fn every_seed_keeps_every_invariant() {
     let options = sim::RunOptions {
         verbose: std::env::var_os("SIM_VERBOSE").is_some(),
     };
+    let mut hashes = std::env::var_os("SIM_HASHES").map(|path| {
+        let file = std::fs::File::create(&path)
+            .unwrap_or_else(|error| panic!("SIM_HASHES={path:?}: {error}"));
+        std::io::BufWriter::new(file)
+    });
     let started = Instant::now();
     let mut total = SimReport::default();
     for &seed in &seeds {
         let report = sim::run_with(seed, options);
+        if let Some(out) = hashes.as_mut() {
+            writeln!(out, "{seed} {:016x} {}", report.trace_hash, report.steps)
+                .expect("SIM_HASHES: write failed");
+        }
         if seeds.len() == 1 {
             println!("{report:?}");
         }
@@ -104,6 +117,9 @@ fn every_seed_keeps_every_invariant() {
         total.adversary, total.replays, total.protocol_violations
     );
     println!("seeds: {}", seeds.len());
+    if let Some(mut out) = hashes {
+        out.flush().expect("SIM_HASHES: write failed");
+    }
     iggy_route_tests::error_events::assert_none();
     if seeds.len() >= COVERAGE_FLOOR_SEEDS {
         check_coverage(&total);
