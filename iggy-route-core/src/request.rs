@@ -5,8 +5,8 @@ use std::time::Duration;
 use crate::ids::{NodeId, PartitionKey};
 use crate::partitioning::Partitioning;
 use crate::wire::{
-    Consumer, ErrorCode, Identifier, Message, Name, PollMessagesReply, PollingStrategy,
-    StreamDetails, TopicDetails, WireError,
+    self, Consumer, ErrorCode, HEADER_SIZE, Identifier, Message, Name, PollMessagesReply,
+    PollingStrategy, StreamDetails, TopicDetails, WireError,
 };
 
 /// One request for the router.
@@ -21,6 +21,69 @@ pub enum Request {
     StoreOffset(StoreOffsetRequest),
     /// A metadata command or read.
     Admin(AdminRequest),
+}
+
+/// Largest payload of one message (`iggy_message.rs`, protocol §1.10).
+const MAX_PAYLOAD: usize = 64_000_000;
+/// Largest user-header block of one message.
+const MAX_USER_HEADERS: usize = 100_000;
+
+impl Request {
+    /// Checks a request before it is accepted: what the wire cannot carry, or the server
+    /// would refuse for its shape, fails here with nothing sent.
+    pub(crate) fn validate(&self, max_frame_size: u32) -> Result<(), SubmitError> {
+        let body_len = match self {
+            Request::Send(send) => {
+                if send.messages.is_empty() {
+                    return Err(SubmitError::EmptyBatch);
+                }
+                if let Partitioning::MessagesKey(key) = &send.partitioning
+                    && (key.is_empty() || key.len() > 255)
+                {
+                    return Err(SubmitError::Invalid(WireError::InvalidLength {
+                        field: "messages key",
+                        len: key.len(),
+                    }));
+                }
+                let mut frames = 0usize;
+                for message in &send.messages {
+                    if message.payload.len() > MAX_PAYLOAD {
+                        return Err(SubmitError::Invalid(WireError::InvalidLength {
+                            field: "payload",
+                            len: message.payload.len(),
+                        }));
+                    }
+                    if message.user_headers.len() > MAX_USER_HEADERS {
+                        return Err(SubmitError::Invalid(WireError::InvalidLength {
+                            field: "user headers",
+                            len: message.user_headers.len(),
+                        }));
+                    }
+                    if !message.user_headers.is_empty() {
+                        wire::validate_user_headers(&message.user_headers)
+                            .map_err(SubmitError::Invalid)?;
+                    }
+                    frames = frames.saturating_add(message.frame_len());
+                }
+                // Metadata section (at most 4 + 2 * 257 + 6 + 4) and the batch header.
+                4 + send.stream.encoded_len()
+                    + send.topic.encoded_len()
+                    + 6
+                    + 4
+                    + wire::BATCH_HEADER_SIZE
+                    + frames
+            }
+            Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => 0,
+        };
+        let size = HEADER_SIZE.saturating_add(body_len);
+        if size > max_frame_size as usize {
+            return Err(SubmitError::FrameTooLarge {
+                size,
+                max: max_frame_size,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Messages for one partition of one topic.

@@ -1,76 +1,16 @@
-//! Request bodies: checked at `submit` (so a bad request fails before anything is sent) and
-//! encoded when an attempt is written.
+//! Request bodies, encoded when an attempt is written (they were checked at `submit`, by
+//! [`Request::validate`]).
 
 use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::partitioning::Partitioning;
-use crate::request::{AdminRequest, PollRequest, Request, SubmitError};
+use crate::request::{AdminRequest, PollRequest, Request};
 use crate::wire::{
-    self, Consumer, ConsumerKind, ConsumerOffsetKey, CreatePartitionsRequest, CreateStreamRequest,
+    Consumer, ConsumerKind, ConsumerOffsetKey, CreatePartitionsRequest, CreateStreamRequest,
     CreateTopicRequest, GetStreamRequest, GetTopicRequest, HEADER_SIZE, Identifier, Name,
     Operation, PollMessagesRequest, PollingStrategy, SendMessagesRequest,
     StoreConsumerOffsetRequest, WireError, code,
 };
-
-/// Largest payload of one message (`iggy_message.rs`, protocol §1.10).
-const MAX_PAYLOAD: usize = 64_000_000;
-/// Largest user-header block of one message.
-const MAX_USER_HEADERS: usize = 100_000;
-
-/// Checks a request before it is accepted.
-pub(crate) fn validate(request: &Request, max_frame_size: u32) -> Result<(), SubmitError> {
-    let body_len = match request {
-        Request::Send(send) => {
-            if send.messages.is_empty() {
-                return Err(SubmitError::EmptyBatch);
-            }
-            if let Partitioning::MessagesKey(key) = &send.partitioning
-                && (key.is_empty() || key.len() > 255)
-            {
-                return Err(SubmitError::Invalid(WireError::InvalidLength {
-                    field: "messages key",
-                    len: key.len(),
-                }));
-            }
-            let mut frames = 0usize;
-            for message in &send.messages {
-                if message.payload.len() > MAX_PAYLOAD {
-                    return Err(SubmitError::Invalid(WireError::InvalidLength {
-                        field: "payload",
-                        len: message.payload.len(),
-                    }));
-                }
-                if message.user_headers.len() > MAX_USER_HEADERS {
-                    return Err(SubmitError::Invalid(WireError::InvalidLength {
-                        field: "user headers",
-                        len: message.user_headers.len(),
-                    }));
-                }
-                if !message.user_headers.is_empty() {
-                    wire::validate_user_headers(&message.user_headers)
-                        .map_err(SubmitError::Invalid)?;
-                }
-                frames = frames.saturating_add(message.frame_len());
-            }
-            // Metadata section (at most 4 + 2 * 257 + 6 + 4) and the batch header.
-            4 + send.stream.encoded_len()
-                + send.topic.encoded_len()
-                + 6
-                + 4
-                + wire::BATCH_HEADER_SIZE
-                + frames
-        }
-        Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => 0,
-    };
-    let size = HEADER_SIZE.saturating_add(body_len);
-    if size > max_frame_size as usize {
-        return Err(SubmitError::FrameTooLarge {
-            size,
-            max: max_frame_size,
-        });
-    }
-    Ok(())
-}
 
 /// The consumer named in route lookups made for sends: lookups need a poll body, and a
 /// plain consumer carries no group fence.

@@ -241,7 +241,7 @@ impl Router {
                     Some(RouteAnswer::Unsupported)
                 } else if session_lost {
                     None
-                } else if crate::routing::is_not_found(code) {
+                } else if code.is_not_found() {
                     Some(RouteAnswer::Failed(RequestError::Server { code }))
                 } else {
                     // 58 (no primary yet, metadata floor), or anything else: ask again later.
@@ -428,9 +428,7 @@ fn topic_answer(header: &ReplyHeader, body: Bytes) -> TopicAnswer {
             },
             Err(_) => TopicAnswer::Unavailable,
         },
-        Err(ReplyError::Status(code) | ReplyError::Rejected(code))
-            if crate::routing::is_not_found(code) =>
-        {
+        Err(ReplyError::Status(code) | ReplyError::Rejected(code)) if code.is_not_found() => {
             TopicAnswer::NotFound
         }
         Err(_) => TopicAnswer::Unavailable,

@@ -12,7 +12,6 @@ use crate::config::Delivery;
 use crate::event::Event;
 use crate::ids::{NodeId, PartitionKey, RequestId};
 use crate::request::{Reply, Request, RequestError};
-use crate::wire::ErrorCode;
 
 impl Routing {
     /// The outcome of one attempt of `request`, written to `target`.
@@ -106,7 +105,7 @@ impl Routing {
                 }
             }
             Attempt::Failed(RequestError::Server { code })
-                if is_not_found(code)
+                if code.is_not_found()
                     && matches!(place, Place::Lane(LaneKey::Partition(_)))
                     && self.doubt_wait(now, self.deadline_of(request)).is_some() =>
             {
@@ -119,7 +118,7 @@ impl Routing {
             }
             Attempt::Failed(error) => {
                 if let RequestError::Server { code } = &error
-                    && is_not_found(*code)
+                    && code.is_not_found()
                     && let Some(topic) = self.topic_of(request)
                 {
                     self.invalidate_topic(&topic);
@@ -291,7 +290,7 @@ impl Routing {
             RouteAnswer::Failed(error) => {
                 let waiting: Vec<RequestId> = lane.queue.iter().copied().collect();
                 let not_found =
-                    matches!(error, RequestError::Server { code } if is_not_found(code));
+                    matches!(error, RequestError::Server { code } if code.is_not_found());
                 if not_found && let Some(wait) = self.doubt_wait(now, None) {
                     // Shortly after our own metadata write the coordinator may not know the
                     // partition yet: look it up again after a wait. Requests that would
@@ -378,15 +377,4 @@ fn node_of(target: Target) -> Option<NodeId> {
         // The coordinator's node is the link layer's to know.
         Target::Coordinator => None,
     }
-}
-
-/// Codes that say the stream, topic or partition does not exist (as this client knows it).
-pub(crate) fn is_not_found(code: ErrorCode) -> bool {
-    matches!(
-        code,
-        ErrorCode::ResourceNotFound
-            | ErrorCode::StreamIdNotFound
-            | ErrorCode::TopicIdNotFound
-            | ErrorCode::PartitionNotFound
-    )
 }

@@ -21,7 +21,6 @@
 
 mod decide;
 mod inputs;
-pub(crate) use inputs::is_not_found;
 pub(crate) mod lane;
 mod topics;
 
@@ -238,7 +237,7 @@ impl Routing {
         if self.closed {
             return Err(SubmitError::Closed);
         }
-        crate::router::encode::validate(&request, self.config.max_frame_size)?;
+        request.validate(self.config.max_frame_size)?;
         if self.pending.len() >= self.config.max_pending_requests {
             return Err(SubmitError::QueueFull {
                 limit: self.config.max_pending_requests,

@@ -121,6 +121,20 @@ error_codes! {
     IncompatibleProtocolVersion = 14003,
 }
 
+impl ErrorCode {
+    /// Whether the code says the stream, topic or partition does not exist (as the node
+    /// that answered knows it: a lagging node may not know it yet).
+    pub fn is_not_found(self) -> bool {
+        matches!(
+            self,
+            Self::ResourceNotFound
+                | Self::StreamIdNotFound
+                | Self::TopicIdNotFound
+                | Self::PartitionNotFound
+        )
+    }
+}
+
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.name() {
