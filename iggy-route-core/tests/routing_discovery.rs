@@ -17,7 +17,7 @@ fn fresh() -> (std::time::Instant, Routing) {
     let mut routing = Routing::new(config(), 3, t0);
     routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
     routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     found(t0, &mut routing);
@@ -39,7 +39,7 @@ fn the_routing_commands_are_probed_by_one_lookup_not_one_per_partition() {
     let (t0, mut routing) = fresh();
     for p in 1..3 {
         routing
-            .submit(t0, send(Partitioning::PartitionId(p)))
+            .admit(t0, send(Partitioning::PartitionId(p)))
             .unwrap();
     }
     assert_eq!(
@@ -65,7 +65,7 @@ fn the_routing_commands_are_probed_by_one_lookup_not_one_per_partition() {
 fn when_the_probe_finds_the_commands_every_partition_looks_its_route_up() {
     let (t0, mut routing) = fresh();
     routing
-        .submit(t0, send(Partitioning::PartitionId(1)))
+        .admit(t0, send(Partitioning::PartitionId(1)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["lookup 0"]);
     routing.handle_route(
@@ -101,7 +101,7 @@ fn a_primary_found_by_refusal_stays_known_after_a_metadata_write() {
     routing.handle_watermark(t0, 7);
     for round in 0..3 {
         let id = routing
-            .submit(t0, send(Partitioning::PartitionId(0)))
+            .admit(t0, send(Partitioning::PartitionId(0)))
             .unwrap();
         if round == 0 {
             // The partition count is stale too, and read again (a read, not a refusal).

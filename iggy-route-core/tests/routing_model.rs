@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{
-    Attempt, Decision, RouteAnswer, Routing, RoutingCommands, Target, TopicAnswer,
+    Attempt, Decision, RouteAnswer, Routing, RoutingCommands, Served, Target, TopicAnswer,
 };
 use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, Message};
 use iggy_route_core::{
@@ -120,7 +120,7 @@ impl Run {
         let now = self.now;
         match op {
             Op::Submit { partition, store } => {
-                if let Ok(id) = self.routing.submit(now, request(*partition, *store)) {
+                if let Ok(id) = self.routing.admit(now, request(*partition, *store)) {
                     self.model.submitted.insert(id, *partition);
                 }
             }
@@ -189,12 +189,12 @@ impl Run {
                     5 => Attempt::Failed(RequestError::Server {
                         code: iggy_route_core::wire::ErrorCode::Unauthorized,
                     }),
-                    _ => Attempt::Done(Reply::Sent(SendReceipt {
+                    _ => Attempt::Done(Served::from(Reply::Sent(SendReceipt {
                         partition_id: partition,
                         base_offset: Some(0),
                         messages: 1,
                         node,
-                    })),
+                    }))),
                 };
                 if matches!(attempt, Attempt::NotSent) {
                     // Not sent counts as a refusal for the no-replay rule too.
@@ -220,11 +220,16 @@ impl Run {
         let discovery = self.routing.routing_commands() == RoutingCommands::Unsupported;
         while let Some(decision) = self.routing.poll_decision() {
             match decision {
-                Decision::Write { request, target } => {
+                Decision::Write {
+                    request,
+                    target,
+                    partition: written,
+                } => {
                     let Target::Node(node) = target else {
                         panic!("sends and offsets never go to the coordinator");
                     };
                     let partition = self.model.submitted[&request];
+                    assert_eq!(written, Some(partition), "a write names its partition");
                     assert!(
                         !self.model.completed.contains(&request),
                         "{request} written after completing"

@@ -7,7 +7,7 @@
 mod support;
 
 use iggy_route_core::partitioning::Partitioning;
-use iggy_route_core::routing::{Attempt, Routing, Target, TopicAnswer};
+use iggy_route_core::routing::{Attempt, Routing, Served, Target, TopicAnswer};
 use iggy_route_core::wire::{Identifier, Message, Name, TopicDetails, TopicSummary};
 use iggy_route_core::{AdminRequest, NodeId, Reply, Request, SendRequest};
 use support::*;
@@ -37,7 +37,7 @@ fn with_leader() -> (std::time::Instant, Routing) {
 /// Runs one metadata write through the leader lane and answers it with `reply`, the way
 /// the link layer does: the reply's commit moves the watermark first.
 fn write(routing: &mut Routing, t0: std::time::Instant, admin: AdminRequest, reply: Reply) {
-    let id = routing.submit(t0, Request::Admin(admin)).unwrap();
+    let id = routing.admit(t0, Request::Admin(admin)).unwrap();
     let mut decisions = drain(routing);
     if decisions == ["fetch roster"] {
         // The metadata leader's lane reads the roster when it is first used.
@@ -47,7 +47,12 @@ fn write(routing: &mut Routing, t0: std::time::Instant, admin: AdminRequest, rep
     assert_eq!(decisions, [format!("write {id} -> node0")]);
     let watermark = routing.watermark() + 10;
     routing.handle_watermark(t0, watermark);
-    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Done(reply));
+    routing.handle_result(
+        t0,
+        id,
+        Target::Node(NodeId(0)),
+        Attempt::Done(Served::from(reply)),
+    );
 }
 
 fn primary(node: u32) -> iggy_route_core::routing::RouteAnswer {
@@ -86,7 +91,7 @@ fn a_topic_we_created_is_sent_to_without_a_read_that_a_follower_could_answer_abs
     drain(&mut routing);
     for topic in [named("events"), Identifier::Numeric(4)] {
         let id = routing
-            .submit(t0, send_to(named("orders"), topic.clone(), 2))
+            .admit(t0, send_to(named("orders"), topic.clone(), 2))
             .unwrap();
         assert_eq!(
             drain(&mut routing),
@@ -109,7 +114,7 @@ fn a_topic_we_created_is_sent_to_without_a_read_that_a_follower_could_answer_abs
 fn a_read_in_flight_during_our_create_cannot_unlearn_the_topic() {
     let (t0, mut routing) = with_leader();
     routing
-        .submit(t0, send_to(named("orders"), named("events"), 1))
+        .admit(t0, send_to(named("orders"), named("events"), 1))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     let create = AdminRequest::CreateTopic {
@@ -135,7 +140,7 @@ fn partitions_we_added_are_sent_to_without_a_read_that_a_follower_could_answer_s
     let (t0, mut routing) = with_leader();
     let key = topic();
     routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     routing.handle_topic(
@@ -156,7 +161,7 @@ fn partitions_we_added_are_sent_to_without_a_read_that_a_follower_could_answer_s
     write(&mut routing, t0, add, Reply::PartitionsCreated);
     drain(&mut routing);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(4)))
+        .admit(t0, send(Partitioning::PartitionId(4)))
         .unwrap();
     // The watermark moved, so the count is read again; a lagging node still says 3.
     assert_eq!(drain(&mut routing), ["fetch topic"]);
@@ -197,7 +202,7 @@ fn a_topic_read_as_absent_soon_after_our_write_is_read_again_and_believed_only_l
     // A send that names the topic another way than our write did (here: a topic someone
     // else made in our new stream) needs a read, and the follower answers "absent".
     let id = routing
-        .submit(t0, send_to(named("orders"), named("events"), 0))
+        .admit(t0, send_to(named("orders"), named("events"), 0))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     let key = iggy_route_core::TopicKey {
@@ -229,7 +234,7 @@ fn the_callers_own_read_after_its_create_is_asked_again_while_it_reads_absent() 
     write(&mut routing, t0, create, created_stream(3, "orders"));
     drain(&mut routing);
     let read = routing
-        .submit(
+        .admit(
             t0,
             Request::Admin(AdminRequest::GetStream {
                 stream: named("orders"),
@@ -244,7 +249,7 @@ fn the_callers_own_read_after_its_create_is_asked_again_while_it_reads_absent() 
         t0,
         read,
         Target::Coordinator,
-        Attempt::Done(Reply::Stream(None)),
+        Attempt::Done(Served::from(Reply::Stream(None))),
     );
     assert_eq!(drain(&mut routing), Vec::<String>::new());
     let again = routing.poll_timeout().unwrap();
@@ -257,13 +262,13 @@ fn the_callers_own_read_after_its_create_is_asked_again_while_it_reads_absent() 
         again,
         read,
         Target::Coordinator,
-        Attempt::Done(created_stream(3, "orders")),
+        Attempt::Done(Served::from(created_stream(3, "orders"))),
     );
     assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
     // Without a write of ours in the last second, "absent" is final at once.
     let later = t0 + std::time::Duration::from_secs(2);
     let read = routing
-        .submit(
+        .admit(
             later,
             Request::Admin(AdminRequest::GetStream {
                 stream: named("nothing"),
@@ -275,7 +280,7 @@ fn the_callers_own_read_after_its_create_is_asked_again_while_it_reads_absent() 
         later,
         read,
         Target::Coordinator,
-        Attempt::Done(Reply::Stream(None)),
+        Attempt::Done(Served::from(Reply::Stream(None))),
     );
     assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
 }
@@ -295,7 +300,7 @@ fn a_partition_beyond_a_count_read_soon_after_our_write_is_read_again() {
     drain(&mut routing);
     let soon = t0 + std::time::Duration::from_millis(100);
     let id = routing
-        .submit(
+        .admit(
             soon,
             send_to(Identifier::Numeric(1), Identifier::Numeric(1), 4),
         )
@@ -332,7 +337,7 @@ fn a_new_partition_unknown_to_a_node_soon_after_our_write_is_tried_elsewhere() {
     write(&mut routing, t0, add, Reply::PartitionsCreated);
     drain(&mut routing);
     let id = routing
-        .submit(
+        .admit(
             t0,
             send_to(Identifier::Numeric(1), Identifier::Numeric(1), 3),
         )
@@ -359,7 +364,7 @@ fn a_new_partition_unknown_to_a_node_soon_after_our_write_is_tried_elsewhere() {
     // Past the settle window the same answer is final.
     let late = t0 + std::time::Duration::from_secs(2);
     let other = routing
-        .submit(
+        .admit(
             late,
             send_to(Identifier::Numeric(1), Identifier::Numeric(1), 4),
         )
@@ -378,10 +383,10 @@ fn a_new_partition_unknown_to_a_node_soon_after_our_write_is_tried_elsewhere() {
 }
 
 fn sent_by(node: u32) -> Attempt {
-    Attempt::Done(Reply::Sent(iggy_route_core::SendReceipt {
+    Attempt::Done(Served::from(Reply::Sent(iggy_route_core::SendReceipt {
         partition_id: 3,
         base_offset: Some(0),
         messages: 1,
         node: NodeId(node),
-    }))
+    })))
 }

@@ -8,7 +8,7 @@
 mod support;
 
 use iggy_route_core::partitioning::Partitioning;
-use iggy_route_core::routing::{Attempt, RouteAnswer, Routing, Target, TopicAnswer};
+use iggy_route_core::routing::{Attempt, RouteAnswer, Routing, Served, Target, TopicAnswer};
 use iggy_route_core::wire::{
     Consumer, ConsumerKind, Identifier, PollMessagesReply, PollingStrategy,
 };
@@ -31,11 +31,11 @@ fn poll(partition: Option<u32>, auto_commit: bool) -> Request {
 }
 
 fn polled() -> Attempt {
-    Attempt::Done(Reply::Polled(PollMessagesReply {
+    Attempt::Done(Served::from(Reply::Polled(PollMessagesReply {
         partition_id: 0,
         current_offset: 0,
         messages: Vec::new(),
-    }))
+    })))
 }
 
 /// A routing layer on a cluster without routing commands (the real cluster), roster nodes
@@ -48,7 +48,7 @@ fn after_a_send_admitted_by_node_2(
     let mut routing = Routing::new(routing_config, 3, t0);
     routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
     let first = routing
-        .submit(t0, send(Partitioning::PartitionId(1)))
+        .admit(t0, send(Partitioning::PartitionId(1)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     routing.handle_topic(
@@ -75,7 +75,7 @@ fn after_a_send_admitted_by_node_2(
 fn a_poll_after_our_acknowledged_send_is_read_on_the_node_that_admitted_it() {
     let (t0, mut routing) = after_a_send_admitted_by_node_2(config());
     for auto_commit in [false, true] {
-        let id = routing.submit(t0, poll(Some(1), auto_commit)).unwrap();
+        let id = routing.admit(t0, poll(Some(1), auto_commit)).unwrap();
         assert_eq!(
             drain(&mut routing),
             [format!("write {id} -> node2")],
@@ -90,9 +90,9 @@ fn a_poll_after_our_acknowledged_send_is_read_on_the_node_that_admitted_it() {
 fn a_poll_waits_behind_the_sends_submitted_before_it() {
     let (t0, mut routing) = after_a_send_admitted_by_node_2(config());
     let sending = routing
-        .submit(t0, send(Partitioning::PartitionId(1)))
+        .admit(t0, send(Partitioning::PartitionId(1)))
         .unwrap();
-    let reading = routing.submit(t0, poll(Some(1), false)).unwrap();
+    let reading = routing.admit(t0, poll(Some(1), false)).unwrap();
     assert_eq!(drain(&mut routing), [format!("write {sending} -> node2")]);
     routing.handle_result(t0, sending, Target::Node(NodeId(2)), sent(2));
     assert_eq!(
@@ -109,7 +109,7 @@ fn a_poll_answered_by_a_backup_does_not_teach_a_route() {
     let t0 = origin();
     let mut routing = Routing::new(config(), 3, t0);
     routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
-    let id = routing.submit(t0, poll(Some(2), false)).unwrap();
+    let id = routing.admit(t0, poll(Some(2), false)).unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     routing.handle_topic(
         t0,
@@ -131,7 +131,7 @@ fn a_poll_answered_by_a_backup_does_not_teach_a_route() {
     );
     // So the next send still finds the primary by refusal, from the roster's start.
     let next = routing
-        .submit(t0, send(Partitioning::PartitionId(2)))
+        .admit(t0, send(Partitioning::PartitionId(2)))
         .unwrap();
     assert_eq!(drain(&mut routing), [format!("write {next} -> node0")]);
 }
@@ -139,7 +139,7 @@ fn a_poll_answered_by_a_backup_does_not_teach_a_route() {
 #[test]
 fn a_poll_whose_node_is_unreachable_moves_on_and_then_backs_off_keeping_the_route() {
     let (t0, mut routing) = after_a_send_admitted_by_node_2(config());
-    let id = routing.submit(t0, poll(Some(1), false)).unwrap();
+    let id = routing.admit(t0, poll(Some(1), false)).unwrap();
     let mut expected = 2;
     for _ in 0..3 {
         assert_eq!(
@@ -161,7 +161,7 @@ fn a_poll_whose_node_is_unreachable_moves_on_and_then_backs_off_keeping_the_rout
     drain(&mut routing);
     // The served poll ended the round: the next send goes straight to the primary.
     let next = routing
-        .submit(wake, send(Partitioning::PartitionId(1)))
+        .admit(wake, send(Partitioning::PartitionId(1)))
         .unwrap();
     assert_eq!(drain(&mut routing), [format!("write {next} -> node2")]);
 }
@@ -171,7 +171,7 @@ fn with_routing_commands_a_poll_is_looked_up_and_read_on_the_primary() {
     let t0 = origin();
     let mut routing = warmed(t0, 3, &[(1, 1)]);
     drain(&mut routing);
-    let plain = routing.submit(t0, poll(Some(2), false)).unwrap();
+    let plain = routing.admit(t0, poll(Some(2), false)).unwrap();
     assert_eq!(drain(&mut routing), ["lookup 2"]);
     routing.handle_route(
         t0,
@@ -191,7 +191,7 @@ fn with_routing_commands_a_poll_is_looked_up_and_read_on_the_primary() {
     routing.handle_result(t0, plain, Target::Node(NodeId(2)), polled());
     drain(&mut routing);
     // The auto-commit form (104) is refused by a backup: acted on like a send's refusal.
-    let committing = routing.submit(t0, poll(Some(1), true)).unwrap();
+    let committing = routing.admit(t0, poll(Some(1), true)).unwrap();
     assert_eq!(
         drain(&mut routing),
         [format!("write {committing} -> node1")]
@@ -208,12 +208,12 @@ fn any_replica_reads_a_plain_poll_on_the_coordinator_but_never_an_auto_commit_on
     let mut spread = config();
     spread.poll_from = PollFrom::AnyReplica;
     let (t0, mut routing) = after_a_send_admitted_by_node_2(spread);
-    let plain = routing.submit(t0, poll(Some(1), false)).unwrap();
+    let plain = routing.admit(t0, poll(Some(1), false)).unwrap();
     assert_eq!(
         drain(&mut routing),
         [format!("write {plain} -> coordinator")]
     );
-    let committing = routing.submit(t0, poll(Some(1), true)).unwrap();
+    let committing = routing.admit(t0, poll(Some(1), true)).unwrap();
     assert_eq!(
         drain(&mut routing),
         [format!("write {committing} -> node2")]
@@ -223,6 +223,6 @@ fn any_replica_reads_a_plain_poll_on_the_coordinator_but_never_an_auto_commit_on
 #[test]
 fn a_poll_without_a_partition_is_read_on_the_coordinator() {
     let (t0, mut routing) = after_a_send_admitted_by_node_2(config());
-    let id = routing.submit(t0, poll(None, false)).unwrap();
+    let id = routing.admit(t0, poll(None, false)).unwrap();
     assert_eq!(drain(&mut routing), [format!("write {id} -> coordinator")]);
 }

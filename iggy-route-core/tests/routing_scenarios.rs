@@ -21,7 +21,7 @@ fn first_send_reads_the_topic_then_looks_the_route_up_then_writes() {
     let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(1)))
+        .admit(t0, send(Partitioning::PartitionId(1)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     routing.handle_topic(
@@ -63,7 +63,7 @@ fn bug_report_scenario_alternating_sends_write_once_each_with_no_lookup() {
         let node = if p == 0 { 0 } else { 2 };
         let now = t0 + Duration::from_millis(u64::from(round));
         let id = routing
-            .submit(now, send(Partitioning::PartitionId(p)))
+            .admit(now, send(Partitioning::PartitionId(p)))
             .unwrap();
         assert_eq!(drain(&mut routing), [format!("write {id} -> node{node}")]);
         routing.handle_result(now, id, Target::Node(NodeId(node)), sent(node));
@@ -78,10 +78,10 @@ fn sends_of_one_partition_are_released_one_at_a_time_in_order() {
     let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 1)]);
     let a = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     let b = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     assert_eq!(drain(&mut routing), [format!("write {a} -> node1")]);
     routing.handle_result(t0, a, Target::Node(NodeId(1)), sent(1));
@@ -96,7 +96,7 @@ fn partition_out_of_range_fails_before_anything_is_written() {
     let t0 = origin();
     let mut routing = warmed(t0, 2, &[(0, 0)]);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(2)))
+        .admit(t0, send(Partitioning::PartitionId(2)))
         .unwrap();
     // The cached count may be out of date (another client may have added partitions), so
     // the topic is read again before the request is refused.
@@ -120,7 +120,7 @@ fn a_partition_added_by_another_client_is_found_by_reading_the_topic_again() {
     let t0 = origin();
     let mut routing = warmed(t0, 2, &[(0, 0)]);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(2)))
+        .admit(t0, send(Partitioning::PartitionId(2)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     routing.handle_topic(
@@ -152,7 +152,7 @@ fn a_topic_read_that_predates_our_own_metadata_write_is_read_again() {
     let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(2)))
+        .admit(t0, send(Partitioning::PartitionId(2)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     routing.handle_watermark(t0, 5); // our create-partitions reply
@@ -183,8 +183,8 @@ fn a_topic_read_that_predates_our_own_metadata_write_is_read_again() {
 fn unknown_topic_fails_every_waiting_request_with_topic_not_found() {
     let t0 = origin();
     let mut routing = Routing::new(config(), 1, t0);
-    routing.submit(t0, send(Partitioning::Balanced)).unwrap();
-    routing.submit(t0, send(Partitioning::Balanced)).unwrap();
+    routing.admit(t0, send(Partitioning::Balanced)).unwrap();
+    routing.admit(t0, send(Partitioning::Balanced)).unwrap();
     assert_eq!(
         drain(&mut routing),
         ["fetch topic"],
@@ -202,12 +202,12 @@ fn messages_key_and_balanced_resolve_as_the_sdk_does() {
     let t0 = origin();
     let mut routing = warmed(t0, 3, &[(0, 0), (1, 0), (2, 0)]);
     let key = Partitioning::MessagesKey(Bytes::from_static(b"order-1"));
-    let id = routing.submit(t0, send(key)).unwrap();
+    let id = routing.admit(t0, send(key)).unwrap();
     drain(&mut routing);
     // xxhash32("order-1") = 0xc209e3e8; 0xc209e3e8 % 3 = 1.
     assert_eq!(routing.partition_of(id), Some(0xc209_e3e8 % 3));
     let ids: Vec<RequestId> = (0..3)
-        .map(|_| routing.submit(t0, send(Partitioning::Balanced)).unwrap())
+        .map(|_| routing.admit(t0, send(Partitioning::Balanced)).unwrap())
         .collect();
     let chosen: Vec<Option<u32>> = ids.iter().map(|id| routing.partition_of(*id)).collect();
     assert_eq!(chosen, [Some(0), Some(1), Some(2)]);
@@ -220,14 +220,14 @@ fn queue_full_is_reported_at_submit() {
     config.max_pending_per_lane = 2;
     let mut routing = Routing::new(config, 1, t0);
     routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     assert_eq!(
         routing
-            .submit(t0, send(Partitioning::PartitionId(0)))
+            .admit(t0, send(Partitioning::PartitionId(0)))
             .unwrap_err(),
         SubmitError::QueueFull { limit: 2 }
     );
@@ -236,7 +236,7 @@ fn queue_full_is_reported_at_submit() {
 #[test]
 fn empty_batch_is_refused_at_submit() {
     let t0 = origin();
-    let mut routing = Routing::new(config(), 1, t0);
+    let mut router = iggy_route_core::Router::new(config(), 1, t0);
     let request = Request::Send(SendRequest {
         stream: Identifier::Numeric(1),
         topic: Identifier::Numeric(1),
@@ -244,7 +244,7 @@ fn empty_batch_is_refused_at_submit() {
         messages: Vec::new(),
     });
     assert_eq!(
-        routing.submit(t0, request).unwrap_err(),
+        router.submit(t0, request).unwrap_err(),
         SubmitError::EmptyBatch
     );
 }
@@ -256,7 +256,7 @@ fn refusal_drops_the_route_and_looks_up_at_once_never_replaying_on_the_refuser()
     let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     drain(&mut routing);
     routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
@@ -284,7 +284,7 @@ fn lookup_naming_the_refuser_backs_off_with_jitter_then_writes_there() {
     let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     drain(&mut routing);
     routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
@@ -322,7 +322,7 @@ fn repeated_elections_double_the_backoff_up_to_its_cap() {
     let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     drain(&mut routing);
     let mut now = t0;
@@ -383,7 +383,7 @@ fn unreachable_primary_is_treated_like_a_refusal_without_counting_one() {
     let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 2)]);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     drain(&mut routing);
     routing.handle_result(t0, id, Target::Node(NodeId(2)), Attempt::NotSent);
@@ -398,7 +398,7 @@ fn without_routing_commands_nodes_are_tried_in_roster_order_and_the_admitting_on
     let t0 = origin();
     let mut routing = Routing::new(config(), 3, t0);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     routing.handle_topic(
         t0,
@@ -426,7 +426,7 @@ fn without_routing_commands_nodes_are_tried_in_roster_order_and_the_admitting_on
         ["learned 0 node1".to_owned(), format!("completed {id} ok")]
     );
     let next = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     assert_eq!(
         drain(&mut routing),
@@ -440,7 +440,7 @@ fn discovery_round_where_every_node_refuses_backs_off_then_starts_over() {
     let t0 = origin();
     let mut routing = Routing::new(config(), 3, t0);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     routing.handle_topic(
         t0,
@@ -474,7 +474,7 @@ fn a_refusal_before_discovery_began_still_bars_that_node_after_another_fails() {
     let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     drain(&mut routing);
     routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
@@ -498,7 +498,7 @@ fn a_new_primary_named_while_the_lane_backs_off_from_a_stale_one_is_written_to_a
     let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(0)))
+        .admit(t0, send(Partitioning::PartitionId(0)))
         .unwrap();
     drain(&mut routing);
     let stale = RouteAnswer::Primary {

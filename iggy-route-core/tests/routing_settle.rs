@@ -8,7 +8,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use iggy_route_core::partitioning::Partitioning;
-use iggy_route_core::routing::{Attempt, RouteAnswer, Routing, Target, TopicAnswer};
+use iggy_route_core::routing::{Attempt, RouteAnswer, Routing, Served, Target, TopicAnswer};
 use iggy_route_core::wire::{ErrorCode, Name};
 use iggy_route_core::{AdminRequest, NodeId, Reply, Request, RequestError};
 use support::*;
@@ -23,7 +23,7 @@ fn after_our_write(request_timeout: Duration) -> (Instant, Routing) {
     let create = AdminRequest::CreateStream {
         name: Name::new("other").unwrap(),
     };
-    let id = routing.submit(t0, Request::Admin(create)).unwrap();
+    let id = routing.admit(t0, Request::Admin(create)).unwrap();
     if drain(&mut routing) == ["fetch roster"] {
         // The metadata leader's lane reads the roster when it is first used.
         routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
@@ -33,7 +33,7 @@ fn after_our_write(request_timeout: Duration) -> (Instant, Routing) {
         t0,
         id,
         Target::Node(NodeId(0)),
-        Attempt::Done(Reply::Stream(None)),
+        Attempt::Done(Served::from(Reply::Stream(None))),
     );
     drain(&mut routing);
     (t0, routing)
@@ -49,7 +49,7 @@ fn not_found() -> RequestError {
 fn a_lookup_that_finds_no_partition_soon_after_our_write_is_asked_again() {
     let (t0, mut routing) = after_our_write(Duration::from_secs(30));
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(3)))
+        .admit(t0, send(Partitioning::PartitionId(3)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     let found = TopicAnswer::Found {
@@ -77,7 +77,7 @@ fn a_lookup_that_finds_no_partition_soon_after_our_write_is_asked_again() {
 fn the_asks_in_doubt_come_further_and_further_apart() {
     let (t0, mut routing) = after_our_write(Duration::from_secs(30));
     let id = routing
-        .submit(t0, send(Partitioning::PartitionId(7)))
+        .admit(t0, send(Partitioning::PartitionId(7)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     let mut now = t0;
@@ -112,7 +112,7 @@ fn a_request_whose_deadline_comes_first_ends_with_the_answer_not_a_timeout() {
     let (t0, mut routing) = after_our_write(Duration::from_millis(150));
     let later = t0 + Duration::from_millis(140);
     let id = routing
-        .submit(later, send(Partitioning::PartitionId(0)))
+        .admit(later, send(Partitioning::PartitionId(0)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
     // 280 ms after the write the next ask would come 70-140 ms later, past the deadline

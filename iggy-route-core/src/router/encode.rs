@@ -9,7 +9,7 @@ use crate::wire::{
     Consumer, ConsumerKind, ConsumerOffsetKey, CreatePartitionsRequest, CreateStreamRequest,
     CreateTopicRequest, GetStreamRequest, GetTopicRequest, HEADER_SIZE, Identifier, Name,
     Operation, PollMessagesRequest, PollingStrategy, SendMessagesRequest,
-    StoreConsumerOffsetRequest, WireError, code,
+    StoreConsumerOffsetRequest, code,
 };
 
 /// The consumer named in route lookups made for sends: lookups need a poll body, and a
@@ -60,11 +60,7 @@ pub(crate) struct Encoded {
 
 /// Encodes a request for one attempt. `primary_gated` selects the routed forms (a poll as
 /// `POLL_MESSAGES_ON_PRIMARY`, 104) used on data links of clusters with routing commands.
-pub(crate) fn encode(
-    request: &Request,
-    partition: Option<u32>,
-    primary_gated: bool,
-) -> Result<Encoded, WireError> {
+pub(crate) fn encode(request: &Request, partition: Option<u32>, primary_gated: bool) -> Encoded {
     let mut out = BytesMut::new();
     out.put_bytes(0, HEADER_SIZE);
     let code = match request {
@@ -102,11 +98,11 @@ pub(crate) fn encode(
         }
         Request::Admin(admin) => encode_admin(admin, &mut out),
     };
-    Ok(Encoded {
+    Encoded {
         operation: Operation::for_code(code),
         code,
         frame: out,
-    })
+    }
 }
 
 fn poll_body(poll: &PollRequest, partition: Option<u32>) -> PollMessagesRequest {

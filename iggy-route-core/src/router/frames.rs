@@ -302,7 +302,7 @@ impl Router {
         let Some(node) = self.links.get(&link_id).map(|l| l.node) else {
             return;
         };
-        let Some(pending) = self.routing.pending(request) else {
+        let Some(entry) = self.requests.get_mut(&request) else {
             // Completed by its deadline meanwhile: release what it holds.
             self.routing
                 .handle_result(now, request, target, Attempt::NotSent);
@@ -310,13 +310,17 @@ impl Router {
         };
         let metadata_op = header.operation.is_metadata();
         let attempt = match reply_payload(header, body) {
-            Ok(payload) => match decode_reply(&pending.request, pending.partition, node, payload) {
-                Ok(reply) => Attempt::Done(reply),
+            Ok(payload) => match decode_reply(&entry.request, entry.partition, node, payload) {
+                Ok(reply) => {
+                    let served = reply.served();
+                    entry.reply = Some(reply);
+                    Attempt::Done(served)
+                }
                 Err(error) => {
                     // The node said yes in a body we cannot read: a write may well have
                     // been applied, so its outcome is unknown (never a success); a read
                     // fails typed. Nothing else on this link can be trusted.
-                    let attempt = if is_write(&pending.request) {
+                    let attempt = if entry.request.facts().kind.is_write() {
                         Attempt::Unknown
                     } else {
                         Attempt::Failed(RequestError::Malformed(error.clone()))
@@ -432,19 +436,6 @@ fn topic_answer(header: &ReplyHeader, body: Bytes) -> TopicAnswer {
             TopicAnswer::NotFound
         }
         Err(_) => TopicAnswer::Unavailable,
-    }
-}
-
-/// Whether a request changes state on the server (so an unreadable "yes" leaves its
-/// outcome unknown).
-fn is_write(request: &Request) -> bool {
-    match request {
-        Request::Send(_) | Request::StoreOffset(_) => true,
-        Request::Poll(poll) => poll.auto_commit,
-        Request::Admin(admin) => !matches!(
-            admin,
-            AdminRequest::GetStream { .. } | AdminRequest::GetTopic { .. }
-        ),
     }
 }
 

@@ -304,9 +304,9 @@ impl Router {
                     // Waiting to replay a 57: nothing is on the wire, so no attempt timeout
                     // runs; the wait ends at the replay or when the request is over.
                     let request_over = in_flight.request().map_or(replay_at, |id| {
-                        self.routing
-                            .pending(id)
-                            .map_or(self.last_now, |pending| pending.deadline)
+                        self.requests
+                            .get(&id)
+                            .map_or(self.last_now, |entry| entry.deadline)
                     });
                     return Some(replay_at.min(request_over));
                 }
@@ -391,9 +391,11 @@ impl Router {
                             Some(at) => {
                                 // A replay is written only for a request still wanted: past
                                 // its deadline nothing more is written for it.
-                                let wanted = in_flight
-                                    .request()
-                                    .is_none_or(|request| self.routing.pending(request).is_some());
+                                let wanted = in_flight.request().is_none_or(|request| {
+                                    self.requests
+                                        .get(&request)
+                                        .is_some_and(|e| e.deadline > now)
+                                });
                                 if !wanted {
                                     self.give_up_replay(now, id);
                                 } else if at <= now {

@@ -23,6 +23,7 @@ pub(crate) mod encode;
 mod frames;
 mod lifecycle;
 mod link;
+mod requests;
 mod service;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -179,6 +180,8 @@ pub struct Router {
     links: BTreeMap<LinkId, Link>,
     next_link: u64,
     coordinator: Coordinator,
+    /// Every accepted request, until it completes.
+    requests: BTreeMap<RequestId, requests::Entry>,
     /// Requests decided for a node, waiting for an idle data link to it.
     ready: BTreeMap<NodeId, VecDeque<RequestId>>,
     outputs: VecDeque<Output>,
@@ -217,6 +220,7 @@ impl Router {
                 queue: VecDeque::new(),
                 signed_in_once: false,
             },
+            requests: BTreeMap::new(),
             ready: BTreeMap::new(),
             outputs: VecDeque::new(),
             stats: Stats::default(),
@@ -229,8 +233,7 @@ impl Router {
     /// Accepts a request. It completes exactly once, through `Output::Completed`.
     pub fn submit(&mut self, now: Instant, request: Request) -> Result<RequestId, SubmitError> {
         let now = self.clock(now);
-        let request = self.stamp_message_ids(request);
-        let id = self.routing.submit(now, request)?;
+        let id = self.accept(now, request)?;
         self.settle(now);
         Ok(id)
     }
@@ -358,7 +361,7 @@ impl Router {
 
     /// Requests accepted and not yet completed.
     pub fn pending_count(&self) -> usize {
-        self.routing.pending_count()
+        self.requests.len()
     }
 
     /// Every lane's queue length (for bound checks in tests and simulations).

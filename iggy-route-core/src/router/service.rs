@@ -3,12 +3,13 @@
 
 use std::time::Instant;
 
-use tracing::{debug, warn};
+use tracing::warn;
 
 use super::link::{Attachment, InFlight, Job, Link, LinkState, Sealed};
 use super::{CoordJob, Output, Router, encode};
 use crate::event::LinkRole;
 use crate::ids::{LinkId, NodeId, RequestId};
+use crate::request::Request;
 use crate::routing::{Attempt, Decision, Target};
 use crate::wire::{ConsumerSession, Operation, code};
 
@@ -37,12 +38,21 @@ impl Router {
             match decision {
                 Decision::Write {
                     request,
-                    target: Target::Node(node),
-                } => self.ready.entry(node).or_default().push_back(request),
-                Decision::Write {
-                    request,
-                    target: Target::Coordinator,
-                } => self.coordinator.queue.push_back(CoordJob::Request(request)),
+                    target,
+                    partition,
+                } => {
+                    if let Some(entry) = self.requests.get_mut(&request) {
+                        entry.partition = partition;
+                    }
+                    match target {
+                        Target::Node(node) => {
+                            self.ready.entry(node).or_default().push_back(request);
+                        }
+                        Target::Coordinator => {
+                            self.coordinator.queue.push_back(CoordJob::Request(request));
+                        }
+                    }
+                }
                 Decision::FetchRoute { partition } => {
                     self.coordinator.queue.push_back(CoordJob::Route(partition));
                 }
@@ -54,12 +64,7 @@ impl Router {
                         self.coordinator.queue.push_back(CoordJob::Roster);
                     }
                 }
-                Decision::Completed { request, outcome } => {
-                    self.outputs.push_back(Output::Completed {
-                        id: request,
-                        outcome,
-                    });
-                }
+                Decision::Completed { request, outcome } => self.finish_request(request, outcome),
                 Decision::Event(event) => self.outputs.push_back(Output::Event(event)),
             }
         }
@@ -208,7 +213,7 @@ impl Router {
         request: RequestId,
         target: Target,
     ) {
-        let Some(pending) = self.routing.pending(request) else {
+        let Some(entry) = self.requests.get(&request) else {
             // Completed meanwhile (its deadline): release whatever it still holds.
             self.routing
                 .handle_result(now, request, target, Attempt::NotSent);
@@ -218,12 +223,9 @@ impl Router {
         // data links of clusters with routing commands; a plain poll is a plain 100 anywhere.
         let routed = matches!(target, Target::Node(_))
             && self.routing_supported()
-            && !matches!(&pending.request, crate::request::Request::Poll(poll) if !poll.auto_commit);
-        let needs_attach = routed
-            && matches!(
-                pending.request,
-                crate::request::Request::Poll(_) | crate::request::Request::StoreOffset(_)
-            );
+            && !matches!(&entry.request, Request::Poll(poll) if !poll.auto_commit);
+        let needs_attach =
+            routed && matches!(entry.request, Request::Poll(_) | Request::StoreOffset(_));
         if needs_attach {
             let Some((client_id, session)) = self.coordinator.identity else {
                 self.routing
@@ -260,27 +262,22 @@ impl Router {
                 return;
             }
         }
-        let encoded = encode::encode(&pending.request, pending.partition, routed);
-        match encoded {
-            Ok(encoded) => {
-                if let Some(link) = self.links.get_mut(&link_id) {
-                    link.last_used = now;
-                }
-                self.transmit_frame(
-                    now,
-                    link_id,
-                    Job::Request(request, target),
-                    encoded.operation,
-                    encoded.code,
-                    encoded.frame,
-                );
-            }
-            Err(error) => {
-                debug!(%request, %error, "request does not encode");
-                let failed = Attempt::Failed(crate::request::RequestError::Malformed(error));
-                self.routing.handle_result(now, request, target, failed);
-            }
+        let encoded = encode::encode(&entry.request, entry.partition, routed);
+        if let Some(entry) = self.requests.get_mut(&request) {
+            // A reply kept from an earlier attempt (a read asked again) is not this one's.
+            entry.reply = None;
         }
+        if let Some(link) = self.links.get_mut(&link_id) {
+            link.last_used = now;
+        }
+        self.transmit_frame(
+            now,
+            link_id,
+            Job::Request(request, target),
+            encoded.operation,
+            encoded.code,
+            encoded.frame,
+        );
     }
 
     /// Frames and writes one exchange on a link.

@@ -29,7 +29,7 @@ impl Routing {
             && self
                 .pending
                 .get(&head)
-                .is_some_and(|p| self.served_by_any_replica(&p.request))
+                .is_some_and(|p| self.served_by_any_replica(&p.facts))
         {
             self.release_read(now, key);
             return;
@@ -89,9 +89,11 @@ impl Routing {
             return;
         };
         lane.active = Some(head);
+        let partition = self.pending.get(&head).and_then(|p| p.partition);
         self.decisions.push_back(Decision::Write {
             request: head,
             target: Target::Node(node),
+            partition,
         });
     }
 

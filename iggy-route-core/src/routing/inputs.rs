@@ -6,12 +6,13 @@ use tracing::debug;
 
 use super::lane::{Lookup, Route};
 use super::{
-    Attempt, Decision, LaneKey, Place, RouteAnswer, Routing, RoutingCommands, Target, TimerKey,
+    Attempt, Decision, LaneKey, Place, RequestKind, RouteAnswer, Routing, RoutingCommands, Served,
+    Target, TimerKey,
 };
 use crate::config::Delivery;
 use crate::event::Event;
 use crate::ids::{NodeId, PartitionKey, RequestId};
-use crate::request::{Reply, Request, RequestError};
+use crate::request::RequestError;
 
 impl Routing {
     /// The outcome of one attempt of `request`, written to `target`.
@@ -42,12 +43,12 @@ impl Routing {
             }
         }
         match attempt {
-            Attempt::Done(reply) => {
+            Attempt::Done(served) => {
                 // A reply to a read any replica serves says nothing of the primary.
                 let proves_primary = self
                     .pending
                     .get(&request)
-                    .is_some_and(|p| !self.served_by_any_replica(&p.request));
+                    .is_some_and(|p| !self.served_by_any_replica(&p.facts));
                 if let (Place::Lane(key @ LaneKey::Partition(partition)), Target::Node(node)) =
                     (&place, target)
                 {
@@ -59,15 +60,14 @@ impl Routing {
                         lane.backoff_streak = 0;
                     }
                 }
-                if let Some(Request::Admin(admin)) = self.pending.get(&request).map(|p| &p.request)
+                if let Some(RequestKind::MetadataWrite(write)) =
+                    self.pending.get(&request).map(|p| &p.facts.kind)
                 {
-                    let admin = admin.clone();
-                    if admin.is_write() {
-                        self.own_write_at = Some(now);
-                    }
-                    self.learn_own_write(now, &admin, &reply);
+                    let write = write.clone();
+                    self.own_write_at = Some(now);
+                    self.learn_own_write(now, &write, &served);
                 }
-                let absent = matches!(reply, Reply::Stream(None) | Reply::Topic(None));
+                let absent = served == Served::Absent;
                 let deadline = self.deadline_of(request);
                 if absent
                     && place == Place::Coordinator
@@ -78,7 +78,7 @@ impl Routing {
                     self.timers.insert((now + wait, TimerKey::Retry(request)));
                     return;
                 }
-                self.complete(now, request, Ok(reply));
+                self.complete(now, request, Ok(()));
             }
             Attempt::Refused => {
                 self.stats.refusals += 1;
@@ -90,12 +90,13 @@ impl Routing {
             }
             Attempt::NotSent => self.retry_elsewhere(now, request, &place, target),
             Attempt::Unknown => {
-                let retry = match &self.pending[&request].request {
-                    Request::Send(_) => self.delivery() == Delivery::AtLeastOnce,
+                let retry = match &self.pending[&request].facts.kind {
+                    RequestKind::Send => self.delivery() == Delivery::AtLeastOnce,
                     // Storing the same offset twice leaves the same state.
-                    Request::StoreOffset(_) => true,
-                    Request::Poll(poll) => !poll.auto_commit,
-                    Request::Admin(admin) => !admin.is_write(),
+                    RequestKind::StoreOffset => true,
+                    kind @ (RequestKind::Poll { .. }
+                    | RequestKind::MetadataRead
+                    | RequestKind::MetadataWrite(_)) => !kind.is_write(),
                 };
                 if retry {
                     self.requeue(now, request, &place);
@@ -163,7 +164,7 @@ impl Routing {
                 let read = self
                     .pending
                     .get(&request)
-                    .is_some_and(|p| self.served_by_any_replica(&p.request));
+                    .is_some_and(|p| self.served_by_any_replica(&p.facts));
                 if let Some(lane) = self.lanes.get_mut(key) {
                     if !read && lane.route.is_some_and(|r| r.node == node) {
                         lane.route = None;
@@ -207,16 +208,18 @@ impl Routing {
             Place::Coordinator => self.decisions.push_back(Decision::Write {
                 request,
                 target: Target::Coordinator,
+                partition: None,
             }),
             Place::Topic(_) => {}
         }
     }
 
     pub(super) fn retry_coordinator(&mut self, request: RequestId) {
-        if self.pending(request).is_some() {
+        if self.live(request).is_some() {
             self.decisions.push_back(Decision::Write {
                 request,
                 target: Target::Coordinator,
+                partition: None,
             });
         }
     }
@@ -360,14 +363,7 @@ impl Routing {
     }
 
     fn topic_of(&self, request: RequestId) -> Option<crate::ids::TopicKey> {
-        let pending = self.pending.get(&request)?;
-        let (stream, topic) = match &pending.request {
-            Request::Send(send) => (&send.stream, &send.topic),
-            Request::Poll(poll) => (&poll.stream, &poll.topic),
-            Request::StoreOffset(store) => (&store.stream, &store.topic),
-            Request::Admin(_) => return None,
-        };
-        Some(super::topic_key(stream, topic))
+        self.pending.get(&request)?.facts.topic.clone()
     }
 }
 

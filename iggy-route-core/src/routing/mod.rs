@@ -3,8 +3,10 @@
 //! No bytes and no connections here. Inputs say what was learned (a request, a refusal, a
 //! lookup answer, a roster, the passage of time); outputs ([`Decision`]) say what to do next
 //! (write request R to node N, look partition P up, read the roster, complete R). The link
-//! layer ([`crate::Router`]) turns decisions into frames and frames back into inputs, so the
-//! rules below can be tested and model-checked without a wire.
+//! layer above owns the requests and their payloads: it hands this layer a request's
+//! [`RequestFacts`] and an answer's [`Served`], turns decisions into frames and frames back
+//! into inputs, so the rules below can be tested and model-checked without a wire. Nothing
+//! here calls up into the link layer.
 //!
 //! # The rules
 //! - A partition's requests wait in its lane and are released one at a time to the lane's
@@ -20,6 +22,7 @@
 //! - Every request has a deadline; every queue has a bound.
 
 mod decide;
+mod facts;
 mod inputs;
 pub(crate) mod lane;
 mod topics;
@@ -32,9 +35,10 @@ use tracing::trace;
 use crate::config::{Config, Delivery, PollFrom};
 use crate::event::{Event, Stats};
 use crate::ids::{NodeId, PartitionKey, RequestId, TopicKey};
-use crate::request::{AdminRequest, Outcome, Request, RequestError, SubmitError};
+use crate::request::{RequestError, SubmitError};
 use crate::rng::Rng;
 
+pub use facts::{OwnWrite, PartitionChoice, RequestFacts, RequestKind, Served};
 use lane::Lane;
 pub use lane::LaneKey;
 use topics::TopicState;
@@ -57,6 +61,8 @@ pub enum Decision {
         request: RequestId,
         /// Where.
         target: Target,
+        /// The partition chosen for it (requests of a partition's lane).
+        partition: Option<u32>,
     },
     /// Ask the coordinator who the partition's primary is (`GET_POLL_ROUTING`, 103).
     FetchRoute {
@@ -70,12 +76,12 @@ pub enum Decision {
     },
     /// Read the roster (`GET_CLUSTER_METADATA`, 12) for the metadata leader.
     FetchRoster,
-    /// The request is over.
+    /// The request is over: `Ok` with the answer of its last served attempt.
     Completed {
         /// The request.
         request: RequestId,
         /// How it ended.
-        outcome: Outcome,
+        outcome: Result<(), RequestError>,
     },
     /// Something to report.
     Event(Event),
@@ -84,8 +90,8 @@ pub enum Decision {
 /// What one attempt of a request came to, as the link layer saw it.
 #[derive(Debug)]
 pub enum Attempt {
-    /// The node admitted and answered it.
-    Done(crate::request::Reply),
+    /// The node admitted and answered it; what the answer says, as far as routing cares.
+    Done(Served),
     /// The node refused it: never admitted (status 58).
     Refused,
     /// It never reached a node that could answer (no link, or a read whose link closed):
@@ -143,7 +149,7 @@ pub enum RoutingCommands {
 /// One request from submit to completion.
 #[derive(Debug)]
 pub(crate) struct Pending {
-    pub(crate) request: Request,
+    pub(crate) facts: RequestFacts,
     pub(crate) submitted_at: Instant,
     pub(crate) deadline: Instant,
     pub(crate) place: Place,
@@ -231,37 +237,41 @@ impl Routing {
         }
     }
 
-    /// Accepts a request, or refuses it at once (bounds, empty batch, oversize).
-    pub fn submit(&mut self, now: Instant, request: Request) -> Result<RequestId, SubmitError> {
+    /// Accepts a request (the link layer has checked its shape), or refuses it at once
+    /// because a bound is reached or the layer is shut down.
+    pub fn admit(
+        &mut self,
+        now: Instant,
+        facts: impl Into<RequestFacts>,
+    ) -> Result<RequestId, SubmitError> {
+        let facts = facts.into();
         let now = self.clock(now);
         if self.closed {
             return Err(SubmitError::Closed);
         }
-        request.validate(self.config.max_frame_size)?;
         if self.pending.len() >= self.config.max_pending_requests {
             return Err(SubmitError::QueueFull {
                 limit: self.config.max_pending_requests,
             });
         }
-        let place = match &request {
-            Request::Send(send) => Place::Topic(topic_key(&send.stream, &send.topic)),
-            Request::StoreOffset(store) => Place::Topic(topic_key(&store.stream, &store.topic)),
+        let place = match (&facts.kind, &facts.topic) {
+            (RequestKind::Send | RequestKind::StoreOffset, Some(topic)) => {
+                Place::Topic(topic.clone())
+            }
             // A poll of one partition is read where its sends were admitted (read your
             // writes), and an auto-commit poll always is: a backup serves it but drops
             // the commit (protocol §5.1).
-            Request::Poll(poll)
-                if poll.partition_id.is_some()
-                    && (poll.auto_commit || self.config.poll_from == PollFrom::Primary) =>
+            (RequestKind::Poll { auto_commit }, Some(topic))
+                if matches!(facts.choice, PartitionChoice::Explicit(_))
+                    && (*auto_commit || self.config.poll_from == PollFrom::Primary) =>
             {
-                Place::Topic(topic_key(&poll.stream, &poll.topic))
+                Place::Topic(topic.clone())
             }
-            Request::Poll(_) => Place::Coordinator,
-            Request::Admin(AdminRequest::GetStream { .. } | AdminRequest::GetTopic { .. }) => {
-                Place::Coordinator
-            }
-            Request::Admin(_) => Place::Lane(LaneKey::MetadataLeader),
+            (RequestKind::MetadataWrite(_), _) => Place::Lane(LaneKey::MetadataLeader),
+            (RequestKind::Send | RequestKind::StoreOffset, None)
+            | (RequestKind::Poll { .. } | RequestKind::MetadataRead, _) => Place::Coordinator,
         };
-        self.check_room(&place, &request)?;
+        self.check_room(&place, &facts)?;
         let id = RequestId(self.next_request);
         self.next_request += 1;
         let deadline = now + self.config.request_timeout;
@@ -269,7 +279,7 @@ impl Routing {
         self.pending.insert(
             id,
             Pending {
-                request,
+                facts,
                 submitted_at: now,
                 deadline,
                 place: place.clone(),
@@ -292,12 +302,13 @@ impl Routing {
             Place::Coordinator => self.decisions.push_back(Decision::Write {
                 request: id,
                 target: Target::Coordinator,
+                partition: None,
             }),
         }
         Ok(id)
     }
 
-    fn check_room(&self, place: &Place, request: &Request) -> Result<(), SubmitError> {
+    fn check_room(&self, place: &Place, facts: &RequestFacts) -> Result<(), SubmitError> {
         let limit = self.config.max_pending_per_lane;
         let queued = match place {
             Place::Topic(topic) => {
@@ -311,7 +322,7 @@ impl Routing {
                             .filter(|(_, seen)| *seen >= self.watermark)
                             .map(|(count, _)| (count, t.balanced_cursor))
                     })
-                    .and_then(|(count, cursor)| topics::choose_partition(request, count, cursor))
+                    .and_then(|(count, cursor)| facts.choice.resolve(count, cursor))
                     .map(|partition| {
                         LaneKey::Partition(PartitionKey {
                             topic: topic.clone(),
@@ -371,15 +382,15 @@ impl Routing {
         self.timers.first().map(|(at, _)| *at)
     }
 
-    /// The request's typed value and its chosen partition, for the link layer to encode.
-    pub(crate) fn pending(&self, id: RequestId) -> Option<&Pending> {
+    /// A request not yet completed.
+    fn live(&self, id: RequestId) -> Option<&Pending> {
         self.pending.get(&id).filter(|p| !p.completed)
     }
 
     /// The partition chosen for a pending request, once its topic's partition count was
     /// known.
     pub fn partition_of(&self, id: RequestId) -> Option<u32> {
-        self.pending(id).and_then(|p| p.partition)
+        self.live(id).and_then(|p| p.partition)
     }
 
     /// The partition count known for a topic, if it is known.
@@ -467,7 +478,12 @@ impl Routing {
 
     /// Completes a request exactly once. A request still active in its lane stays there as a
     /// marker (see [`Lane::active`]) until its attempt is reported over.
-    pub(crate) fn complete(&mut self, now: Instant, id: RequestId, outcome: Outcome) {
+    pub(crate) fn complete(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        outcome: Result<(), RequestError>,
+    ) {
         let Some(pending) = self.pending.get_mut(&id) else {
             return;
         };
@@ -476,6 +492,7 @@ impl Routing {
         }
         let place = pending.place.clone();
         let deadline = pending.deadline;
+        let send = pending.facts.kind == RequestKind::Send;
         self.timers.remove(&(deadline, TimerKey::Request(id)));
         let mut keep_marker = false;
         match &place {
@@ -505,7 +522,7 @@ impl Routing {
             self.pending.remove(&id);
         }
         self.stats.completed += 1;
-        if matches!(outcome, Ok(crate::request::Reply::Sent(_))) {
+        if send && outcome.is_ok() {
             self.stats.sends += 1;
         }
         trace!(request = %id, ok = outcome.is_ok(), "completed");
@@ -522,12 +539,15 @@ impl Routing {
     /// says nothing about where the partition's primary is: a poll in the plain form
     /// (`POLL_MESSAGES`, 100), which is every plain poll, and every poll on a cluster
     /// without the primary-gated form (104).
-    fn served_by_any_replica(&self, request: &Request) -> bool {
-        match request {
-            Request::Poll(poll) => {
-                !poll.auto_commit || self.routing_commands == RoutingCommands::Unsupported
+    fn served_by_any_replica(&self, facts: &RequestFacts) -> bool {
+        match facts.kind {
+            RequestKind::Poll { auto_commit } => {
+                !auto_commit || self.routing_commands == RoutingCommands::Unsupported
             }
-            Request::Send(_) | Request::StoreOffset(_) | Request::Admin(_) => false,
+            RequestKind::Send
+            | RequestKind::StoreOffset
+            | RequestKind::MetadataRead
+            | RequestKind::MetadataWrite(_) => false,
         }
     }
 
@@ -574,10 +594,7 @@ impl Routing {
 }
 
 /// The topic key of a stream and topic identifier pair.
-pub(crate) fn topic_key(
-    stream: &crate::wire::Identifier,
-    topic: &crate::wire::Identifier,
-) -> TopicKey {
+fn topic_key(stream: &crate::wire::Identifier, topic: &crate::wire::Identifier) -> TopicKey {
     TopicKey {
         stream: stream.clone(),
         topic: topic.clone(),

@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use tracing::debug;
 
-use super::{Decision, LaneKey, Place, Routing, TimerKey, TopicAnswer};
+use super::{
+    Decision, LaneKey, OwnWrite, PartitionChoice, Place, Routing, Served, TimerKey, TopicAnswer,
+};
 use crate::ids::{PartitionKey, RequestId, TopicKey};
-use crate::partitioning::{Partitioning, resolve_partition};
-use crate::request::{AdminRequest, Reply, Request, RequestError};
+use crate::request::RequestError;
 use crate::wire::Identifier;
 
 /// How current a partition count is, when a request is resolved against it.
@@ -74,34 +75,35 @@ impl Routing {
     /// added). A read may still be answered by a node that has not applied the
     /// write (the real cluster's followers lag their leader by up to half a second and
     /// answer "absent" meanwhile), so the write's own answer is worth more than a read.
-    pub(super) fn learn_own_write(&mut self, now: Instant, admin: &AdminRequest, reply: &Reply) {
-        match (admin, reply) {
-            (AdminRequest::CreateTopic { stream, .. }, Reply::Topic(Some(details))) => {
-                let summary = &details.summary;
-                let names = [
-                    Identifier::Numeric(summary.id),
-                    Identifier::Named(summary.name.clone()),
-                ];
+    pub(super) fn learn_own_write(&mut self, now: Instant, write: &OwnWrite, served: &Served) {
+        match (write, served) {
+            (
+                OwnWrite::CreateTopic { stream },
+                Served::Topic {
+                    id,
+                    name,
+                    partitions_count,
+                },
+            ) => {
+                let names = [Identifier::Numeric(*id), Identifier::Named(name.clone())];
                 for name in names {
                     let key = super::topic_key(stream, &name);
-                    self.know_count(now, &key, summary.partitions_count);
+                    self.know_count(now, &key, *partitions_count);
                 }
             }
             (
-                AdminRequest::CreatePartitions {
-                    stream,
-                    topic,
-                    partitions_count,
+                OwnWrite::CreatePartitions {
+                    topic: key,
+                    count: partitions_count,
                 },
-                Reply::PartitionsCreated,
+                Served::Plain,
             ) => {
                 // The count we knew may or may not include this write already (a read
                 // answered after it committed), so the sum is only a floor for explicit
                 // partition ids: a send to a partition we just added is not refused as out
                 // of range because a lagging node still reports the old count. Keyed and
                 // balanced sends keep resolving against counts read from the cluster.
-                let key = super::topic_key(stream, topic);
-                if let Some(state) = self.topics.get_mut(&key)
+                if let Some(state) = self.topics.get_mut(key)
                     && let Some((count, _)) = state.info
                 {
                     let floor = count.saturating_add(*partitions_count);
@@ -237,9 +239,8 @@ impl Routing {
             .topics
             .get(topic)
             .map_or((0, 0), |t| (t.balanced_cursor, t.added_floor));
-        let chosen = choose_partition(&pending.request, count, cursor);
-        if matches!(&pending.request, Request::Send(send) if send.partitioning == Partitioning::Balanced)
-        {
+        let chosen = pending.facts.choice.resolve(count, cursor);
+        if pending.facts.choice == PartitionChoice::Balanced {
             let state = self.topics.entry(topic.clone()).or_default();
             state.balanced_cursor = state.balanced_cursor.wrapping_add(1);
         }
@@ -310,20 +311,5 @@ impl Routing {
             .queue
             .push_back(id);
         self.pump_lane(now, &lane);
-    }
-}
-
-/// The partition a request goes to when its topic has `count` partitions and the topic's
-/// round-robin cursor stands at `cursor` (0.11.0 SDK rules, protocol §4.3).
-pub(super) fn choose_partition(request: &Request, count: u32, cursor: u32) -> Option<u32> {
-    match request {
-        Request::Send(send) => match &send.partitioning {
-            Partitioning::PartitionId(p) => Some(*p),
-            Partitioning::Balanced => cursor.checked_rem(count),
-            Partitioning::MessagesKey(key) => resolve_partition(key, count),
-        },
-        Request::StoreOffset(store) => Some(store.partition_id),
-        Request::Poll(poll) => poll.partition_id,
-        Request::Admin(_) => None,
     }
 }

@@ -14,7 +14,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use iggy_route_core::partitioning::Partitioning;
-use iggy_route_core::routing::{Attempt, Decision, RouteAnswer, Routing, Target, TopicAnswer};
+use iggy_route_core::routing::{
+    Attempt, Decision, RouteAnswer, Routing, Served, Target, TopicAnswer,
+};
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{
     Config, Credentials, Event, NodeId, PartitionKey, Reply, Request, SendReceipt, SendRequest,
@@ -60,12 +62,12 @@ pub fn send(partitioning: Partitioning) -> Request {
 }
 
 pub fn sent(node: u32) -> Attempt {
-    Attempt::Done(Reply::Sent(SendReceipt {
+    Attempt::Done(Served::from(Reply::Sent(SendReceipt {
         partition_id: 0,
         base_offset: Some(0),
         messages: 1,
         node: NodeId(node),
-    }))
+    })))
 }
 
 /// Drains decisions as short strings, for transcript comparisons.
@@ -73,7 +75,9 @@ pub fn drain(routing: &mut Routing) -> Vec<String> {
     let mut out = Vec::new();
     while let Some(decision) = routing.poll_decision() {
         out.push(match decision {
-            Decision::Write { request, target } => match target {
+            Decision::Write {
+                request, target, ..
+            } => match target {
                 Target::Node(node) => format!("write {} -> {}", request, node),
                 Target::Coordinator => format!("write {} -> coordinator", request),
             },
@@ -105,7 +109,7 @@ pub fn warmed(t0: Instant, partitions: u32, primaries: &[(u32, u32)]) -> Routing
     let mut routing = Routing::new(config(), 7, t0);
     for &(p, node) in primaries {
         let id = routing
-            .submit(t0, send(Partitioning::PartitionId(p)))
+            .admit(t0, send(Partitioning::PartitionId(p)))
             .unwrap();
         if routing.partition_count(&topic()).is_none() {
             routing.handle_topic(

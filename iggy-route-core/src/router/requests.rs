@@ -1,0 +1,66 @@
+//! The requests the router holds: each caller's request with its payload, from `submit`
+//! until its `Completed`, and the reply of its last served attempt. The routing layer sees
+//! only their facts.
+
+use std::time::Instant;
+
+use tracing::warn;
+
+use super::{Output, Router};
+use crate::ids::RequestId;
+use crate::request::{Reply, Request, RequestError, SubmitError};
+
+/// One accepted request.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub(super) request: Request,
+    /// When it is over whatever happens (what the routing layer completes it at).
+    pub(super) deadline: Instant,
+    /// The partition routing chose for it, as of its latest write.
+    pub(super) partition: Option<u32>,
+    /// The decoded answer of its latest served attempt, handed to the caller when routing
+    /// completes the request with `Ok`.
+    pub(super) reply: Option<Reply>,
+}
+
+impl Router {
+    /// Checks a request's shape, stamps its message ids and hands its facts to routing.
+    pub(super) fn accept(
+        &mut self,
+        now: Instant,
+        request: Request,
+    ) -> Result<RequestId, SubmitError> {
+        // Ids are stamped first, also for a request refused below, so that the seeded id
+        // sequence does not depend on which requests were accepted.
+        let request = self.stamp_message_ids(request);
+        if self.closed {
+            return Err(SubmitError::Closed);
+        }
+        request.validate(self.config.max_frame_size)?;
+        let id = self.routing.admit(now, request.facts())?;
+        let entry = Entry {
+            request,
+            deadline: now + self.config.request_timeout,
+            partition: None,
+            reply: None,
+        };
+        self.requests.insert(id, entry);
+        Ok(id)
+    }
+
+    /// A request is over: the caller gets the reply kept for it, or the error.
+    pub(super) fn finish_request(&mut self, id: RequestId, outcome: Result<(), RequestError>) {
+        let reply = self.requests.remove(&id).and_then(|entry| entry.reply);
+        let outcome = match (outcome, reply) {
+            (Ok(()), Some(reply)) => Ok(reply),
+            (Ok(()), None) => {
+                // Routing completes with `Ok` only after a served attempt, whose reply is
+                // kept; were that ever not so, the caller must not be told of a success.
+                warn!(request = %id, "completed without a reply; reported as unknown");
+                Err(RequestError::OutcomeUnknown { node: None })
+            }
+            (Err(error), _) => Err(error),
+        };
+        self.outputs.push_back(Output::Completed { id, outcome });
+    }
+}

@@ -1,0 +1,226 @@
+//! What the routing layer knows of a request and of its answer: typed facts, never the
+//! payload. The link layer keeps the request (and the reply it decodes) and hands these
+//! over, so a decision can be made, tested and model-checked without a byte of the batch.
+
+use crate::ids::TopicKey;
+use crate::partitioning::{Partitioning, hash_key};
+use crate::request::{AdminRequest, Reply, Request};
+use crate::wire::{Identifier, Name};
+
+/// Everything routing needs of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestFacts {
+    /// What kind of request it is.
+    pub kind: RequestKind,
+    /// The topic it belongs to (sends, polls, offset writes), if any.
+    pub topic: Option<TopicKey>,
+    /// How its partition is chosen once the topic's partition count is known.
+    pub choice: PartitionChoice,
+}
+
+/// The kinds of request, as far as routing tells them apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestKind {
+    /// A batch for one partition: admitted only by the partition's primary.
+    Send,
+    /// A consumer offset write: on the partition's primary.
+    StoreOffset,
+    /// A poll; an auto-commit poll writes an offset, so only the primary may serve it.
+    Poll {
+        /// Whether it commits the consumer offset.
+        auto_commit: bool,
+    },
+    /// A metadata read (`GET_STREAM`, `GET_TOPIC`): the coordinator serves it.
+    MetadataRead,
+    /// A metadata write, on the metadata leader; what it teaches us once it succeeds.
+    MetadataWrite(OwnWrite),
+}
+
+/// One of our own metadata writes, as far as its success teaches routing something.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnWrite {
+    /// `CREATE_STREAM`.
+    CreateStream,
+    /// `CREATE_TOPIC` in this stream (as the caller named it).
+    CreateTopic {
+        /// The stream.
+        stream: Identifier,
+    },
+    /// `CREATE_PARTITIONS`: `count` partitions added to `topic`.
+    CreatePartitions {
+        /// The topic.
+        topic: TopicKey,
+        /// How many were added.
+        count: u32,
+    },
+}
+
+/// How a request's partition is chosen (0.11.0 SDK rules, protocol §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartitionChoice {
+    /// The caller named it.
+    Explicit(u32),
+    /// Round-robin over the topic's partitions, per topic.
+    Balanced,
+    /// The key's xxHash32, modulo the partition count.
+    Keyed {
+        /// The key's hash.
+        hash: u32,
+    },
+    /// None: the request is not bound to a partition.
+    None,
+}
+
+impl PartitionChoice {
+    /// The partition chosen when the topic has `count` partitions and its round-robin
+    /// cursor stands at `cursor`; `None` where nothing can be chosen (no partitions).
+    pub fn resolve(self, count: u32, cursor: u32) -> Option<u32> {
+        match self {
+            Self::Explicit(partition) => Some(partition),
+            Self::Balanced => cursor.checked_rem(count),
+            Self::Keyed { hash } => hash.checked_rem(count),
+            Self::None => None,
+        }
+    }
+}
+
+impl RequestKind {
+    /// Whether a request of this kind changes state on the server, so that an attempt
+    /// whose outcome is unknown cannot simply be written again.
+    pub fn is_write(&self) -> bool {
+        match self {
+            Self::Send | Self::StoreOffset | Self::MetadataWrite(_) => true,
+            Self::Poll { auto_commit } => *auto_commit,
+            Self::MetadataRead => false,
+        }
+    }
+}
+
+impl Request {
+    /// The facts routing decides this request by.
+    pub fn facts(&self) -> RequestFacts {
+        let topic = |stream: &Identifier, topic: &Identifier| {
+            Some(TopicKey {
+                stream: stream.clone(),
+                topic: topic.clone(),
+            })
+        };
+        match self {
+            Request::Send(send) => RequestFacts {
+                kind: RequestKind::Send,
+                topic: topic(&send.stream, &send.topic),
+                choice: match &send.partitioning {
+                    Partitioning::PartitionId(partition) => PartitionChoice::Explicit(*partition),
+                    Partitioning::Balanced => PartitionChoice::Balanced,
+                    Partitioning::MessagesKey(key) => PartitionChoice::Keyed {
+                        hash: hash_key(key),
+                    },
+                },
+            },
+            Request::StoreOffset(store) => RequestFacts {
+                kind: RequestKind::StoreOffset,
+                topic: topic(&store.stream, &store.topic),
+                choice: PartitionChoice::Explicit(store.partition_id),
+            },
+            Request::Poll(poll) => RequestFacts {
+                kind: RequestKind::Poll {
+                    auto_commit: poll.auto_commit,
+                },
+                topic: topic(&poll.stream, &poll.topic),
+                choice: poll
+                    .partition_id
+                    .map_or(PartitionChoice::None, PartitionChoice::Explicit),
+            },
+            Request::Admin(admin) => RequestFacts {
+                kind: admin_kind(admin),
+                topic: None,
+                choice: PartitionChoice::None,
+            },
+        }
+    }
+}
+
+fn admin_kind(admin: &AdminRequest) -> RequestKind {
+    match admin {
+        AdminRequest::CreateStream { .. } => RequestKind::MetadataWrite(OwnWrite::CreateStream),
+        AdminRequest::CreateTopic { stream, .. } => {
+            RequestKind::MetadataWrite(OwnWrite::CreateTopic {
+                stream: stream.clone(),
+            })
+        }
+        AdminRequest::CreatePartitions {
+            stream,
+            topic,
+            partitions_count,
+        } => RequestKind::MetadataWrite(OwnWrite::CreatePartitions {
+            topic: TopicKey {
+                stream: stream.clone(),
+                topic: topic.clone(),
+            },
+            count: *partitions_count,
+        }),
+        AdminRequest::GetStream { .. } | AdminRequest::GetTopic { .. } => RequestKind::MetadataRead,
+    }
+}
+
+impl From<&Request> for RequestFacts {
+    fn from(request: &Request) -> Self {
+        request.facts()
+    }
+}
+
+impl From<Request> for RequestFacts {
+    fn from(request: Request) -> Self {
+        request.facts()
+    }
+}
+
+/// What a served attempt's answer says, as far as routing cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Served {
+    /// An answer routing learns nothing from beyond "admitted".
+    Plain,
+    /// A stream or topic read (or create) answered "no such thing".
+    Absent,
+    /// A topic's details: its id, name and partition count (after our own `CREATE_TOPIC`,
+    /// the topic is known at once under both its names).
+    Topic {
+        /// Its numeric id.
+        id: u32,
+        /// Its name.
+        name: Name,
+        /// Its partition count.
+        partitions_count: u32,
+    },
+}
+
+impl Reply {
+    /// What routing learns from this reply.
+    pub fn served(&self) -> Served {
+        match self {
+            Reply::Stream(None) | Reply::Topic(None) => Served::Absent,
+            Reply::Topic(Some(details)) => Served::Topic {
+                id: details.summary.id,
+                name: details.summary.name.clone(),
+                partitions_count: details.summary.partitions_count,
+            },
+            Reply::Sent(_)
+            | Reply::Polled(_)
+            | Reply::OffsetStored
+            | Reply::Stream(Some(_))
+            | Reply::PartitionsCreated => Served::Plain,
+        }
+    }
+}
+
+impl From<&Reply> for Served {
+    fn from(reply: &Reply) -> Self {
+        reply.served()
+    }
+}
+
+impl From<Reply> for Served {
+    fn from(reply: Reply) -> Self {
+        reply.served()
+    }
+}
