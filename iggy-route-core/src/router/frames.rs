@@ -288,6 +288,7 @@ impl Router {
             });
         }
         self.write_request(now, link_id, request, Target::Node(node));
+        self.report_unsent(now);
     }
 
     fn request_reply(

@@ -187,7 +187,8 @@ impl Router {
                     .values()
                     .any(|l| l.node == node && l.role == LinkRole::Data);
                 if !others {
-                    self.unsend_all(now, node);
+                    self.unsend_all(node);
+                    self.report_unsent(now);
                 }
             }
         }

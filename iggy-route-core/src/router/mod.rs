@@ -37,7 +37,7 @@ use crate::event::{Event, Stats};
 use crate::ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
 use crate::request::{Outcome, Request, SubmitError};
 use crate::rng::Rng;
-use crate::routing::{Routing, RoutingCommands};
+use crate::routing::{Routing, RoutingCommands, Target};
 
 use link::Link;
 
@@ -184,6 +184,8 @@ pub struct Router {
     requests: BTreeMap<RequestId, requests::Entry>,
     /// Requests decided for a node, waiting for an idle data link to it.
     ready: BTreeMap<NodeId, VecDeque<RequestId>>,
+    /// Requests a turn could not write (see [`Router::run_turns`]); empty between inputs.
+    unsent: Vec<(RequestId, Target)>,
     outputs: VecDeque<Output>,
     stats: Stats,
     closed: bool,
@@ -222,11 +224,12 @@ impl Router {
             },
             requests: BTreeMap::new(),
             ready: BTreeMap::new(),
+            unsent: Vec::new(),
             outputs: VecDeque::new(),
             stats: Stats::default(),
             closed: false,
         };
-        router.drive(now);
+        router.run_turns(now);
         router
     }
 
@@ -279,7 +282,7 @@ impl Router {
     /// ended, a deadline that passed before a read was delivered). So after any input
     /// `poll_timeout` names `now` or later, never an instant that nobody will serve.
     fn settle(&mut self, now: Instant) {
-        self.drive(now);
+        self.run_turns(now);
         self.routing.handle_timeout(now);
         let link_due = self
             .links
@@ -288,7 +291,7 @@ impl Router {
         if link_due {
             self.link_timers(now);
         }
-        self.drive(now);
+        self.run_turns(now);
     }
 
     /// The next output, or `None` when there is nothing to do.
@@ -393,7 +396,7 @@ impl Router {
         self.coordinator.link = None;
         self.coordinator.queue.clear();
         self.ready.clear();
-        self.drive(now);
+        self.run_turns(now);
     }
 
     fn clock(&mut self, now: Instant) -> Instant {

@@ -3,7 +3,9 @@
 
 use std::time::Instant;
 
-use tracing::warn;
+use std::collections::VecDeque;
+
+use tracing::debug;
 
 use super::link::{Attachment, InFlight, Job, Link, LinkState, Sealed};
 use super::{CoordJob, Output, Router, encode};
@@ -13,28 +15,53 @@ use crate::request::Request;
 use crate::routing::{Attempt, Decision, Target};
 use crate::wire::{ConsumerSession, Operation, code};
 
-/// Rounds of "apply decisions, then serve links" per input. Each round either makes
-/// progress or ends the loop; the bound only guards against a bug turning into a spin.
-const DRIVE_ROUNDS_MAX: usize = 10_000;
-
 impl Router {
-    /// Applies every routing decision and gives every idle link its next job, until
-    /// nothing changes.
-    pub(super) fn drive(&mut self, now: Instant) {
-        for _ in 0..DRIVE_ROUNDS_MAX {
-            let applied = self.apply_decisions(now);
-            let served = self.serve_coordinator(now) | self.serve_nodes(now);
-            if !applied && !served {
+    /// Finishes an input in turns (see [`Router::turn`]). A turn hands back to the routing
+    /// layer only what it could not place; each such hand-back either marks a node tried
+    /// for its lane (at most `max_nodes` per lane before the lane backs off or looks its
+    /// route up) or releases a lane held by a request completed meanwhile, so
+    /// `max_nodes + 2` turns place everything that can be placed. Should that bound ever be
+    /// reached, the routing layer's remaining decisions stay queued and `poll_timeout`
+    /// says `now`: the next `handle_timeout` goes on from there.
+    pub(super) fn run_turns(&mut self, now: Instant) {
+        let turns_max = self.config.max_nodes.saturating_add(2);
+        for _ in 0..turns_max {
+            self.turn(now);
+            if self.unsent.is_empty() {
                 return;
             }
+            self.report_unsent(now);
         }
-        warn!("drive loop bound reached");
+        debug!(
+            turns_max,
+            "turn bound reached; the rest waits for the next handle_timeout"
+        );
     }
 
-    fn apply_decisions(&mut self, _now: Instant) -> bool {
-        let mut any = false;
+    /// One turn: every routing decision queued so far is applied once, then the
+    /// coordinator gets its next job, then every node with waiting requests gets its idle
+    /// links and, where its pool has room, new ones (nodes in id order, one new link per
+    /// node per wave, so that pools grow evenly). Requests that cannot be written are
+    /// collected in `unsent`, not handed to routing while the turn runs.
+    fn turn(&mut self, now: Instant) {
+        self.apply_decisions();
+        self.serve_coordinator(now);
+        self.serve_nodes(now);
+    }
+
+    /// Hands the requests a turn could not write back to the routing layer, as not sent.
+    pub(super) fn report_unsent(&mut self, now: Instant) {
+        let mut unsent = std::mem::take(&mut self.unsent);
+        for (request, target) in unsent.drain(..) {
+            self.routing
+                .handle_result(now, request, target, Attempt::NotSent);
+        }
+        // The buffer keeps its capacity for the next turn.
+        self.unsent = unsent;
+    }
+
+    fn apply_decisions(&mut self) {
         while let Some(decision) = self.routing.poll_decision() {
-            any = true;
             match decision {
                 Decision::Write {
                     request,
@@ -68,24 +95,27 @@ impl Router {
                 Decision::Event(event) => self.outputs.push_back(Output::Event(event)),
             }
         }
-        any
     }
 
-    /// Connects the coordinator if it has no link, and writes its next job if it is idle.
-    fn serve_coordinator(&mut self, now: Instant) -> bool {
+    /// Connects the coordinator if it has no link, and writes its next job if it is idle
+    /// (skipping requests that were completed while they waited).
+    fn serve_coordinator(&mut self, now: Instant) {
         if self.closed {
-            return false;
+            return;
         }
         let Some(link_id) = self.coordinator.link else {
-            return self.connect_coordinator(now);
+            self.connect_coordinator(now);
+            return;
         };
-        let idle = self.links.get(&link_id).is_some_and(Link::is_idle);
-        if !idle {
-            return false;
+        while self.links.get(&link_id).is_some_and(Link::is_idle) {
+            let Some(job) = self.coordinator.queue.pop_front() else {
+                return;
+            };
+            self.write_coordinator_job(now, link_id, job);
         }
-        let Some(job) = self.coordinator.queue.pop_front() else {
-            return false;
-        };
+    }
+
+    fn write_coordinator_job(&mut self, now: Instant, link_id: LinkId, job: CoordJob) {
         match job {
             CoordJob::Roster => {
                 self.transmit(
@@ -124,46 +154,66 @@ impl Router {
                 );
             }
             CoordJob::Request(request) => {
-                self.write_request(now, link_id, request, Target::Coordinator)
+                self.write_request(now, link_id, request, Target::Coordinator);
             }
         }
-        true
     }
 
     /// Gives idle data links the requests waiting for their node, and opens links where
-    /// requests wait and the pool has room.
-    fn serve_nodes(&mut self, now: Instant) -> bool {
-        let mut progress = false;
-        let nodes: Vec<NodeId> = self
-            .ready
-            .iter()
-            .filter(|(_, queue)| !queue.is_empty())
-            .map(|(node, _)| *node)
-            .collect();
-        for node in nodes {
-            progress |= self.serve_node(now, node);
+    /// requests wait and the pool has room: one new link per node per wave, nodes in id
+    /// order, at most a pool's worth of waves.
+    fn serve_nodes(&mut self, now: Instant) {
+        let waves = self.config.data_links_per_node.max(1);
+        for wave in 0..waves {
+            let mut opened = false;
+            let mut after: Option<NodeId> = None;
+            while let Some(node) = self.next_waiting_node(after) {
+                after = Some(node);
+                if wave == 0 {
+                    self.write_to_idle_links(now, node);
+                }
+                opened |= self.grow_pool(now, node);
+            }
+            if !opened {
+                return;
+            }
         }
-        progress
     }
 
-    fn serve_node(&mut self, now: Instant, node: NodeId) -> bool {
-        let mut progress = false;
-        let idle: Vec<LinkId> = self
-            .links
-            .values()
-            .filter(|l| l.node == node && l.role == LinkRole::Data && l.is_idle())
-            .map(|l| l.id)
-            .collect();
-        for link in idle {
-            let Some(request) = self.ready.get_mut(&node).and_then(|q| q.pop_front()) else {
-                break;
+    /// The first node after `after` (in id order) with requests waiting.
+    fn next_waiting_node(&self, after: Option<NodeId>) -> Option<NodeId> {
+        let from = after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+        self.ready
+            .range((from, std::ops::Bound::Unbounded))
+            .find(|(_, queue)| !queue.is_empty())
+            .map(|(node, _)| *node)
+    }
+
+    /// Writes waiting requests on the node's idle data links, in link id order.
+    fn write_to_idle_links(&mut self, now: Instant, node: NodeId) {
+        loop {
+            let idle = self
+                .links
+                .values()
+                .find(|l| l.node == node && l.role == LinkRole::Data && l.is_idle())
+                .map(|l| l.id);
+            let Some(link) = idle else {
+                return;
+            };
+            let Some(request) = self.ready.get_mut(&node).and_then(VecDeque::pop_front) else {
+                return;
             };
             self.write_request(now, link, request, Target::Node(node));
-            progress = true;
         }
-        let waiting = self.ready.get(&node).map_or(0, |q| q.len());
+    }
+
+    /// Opens one more data link to the node if requests wait for one and the pool has
+    /// room; or, for a node unknown or failing with no link open, hands its requests back
+    /// as not sent, so that routing looks elsewhere at once. Whether it did either.
+    fn grow_pool(&mut self, now: Instant, node: NodeId) -> bool {
+        let waiting = self.ready.get(&node).map_or(0, VecDeque::len);
         if waiting == 0 {
-            return progress;
+            return false;
         }
         let (open, starting) = self
             .links
@@ -176,31 +226,33 @@ impl Router {
                 )
             });
         // One link being opened at a time per waiting request, up to the pool size.
-        if open < self.config.data_links_per_node.max(1) && starting < waiting {
-            let in_backoff = self
-                .node(node)
-                .and_then(|n| n.retry_at)
-                .is_some_and(|at| at > now);
-            if self.node(node).is_none() || (in_backoff && open == 0) {
-                // Unknown node, or one that just failed: the requests are not sent; the
-                // routing layer looks elsewhere at once.
-                self.unsend_all(now, node);
-                return true;
-            }
-            if !in_backoff {
-                self.open_link(now, node, LinkRole::Data);
-                return true;
-            }
+        if open >= self.config.data_links_per_node.max(1) || starting >= waiting {
+            return false;
         }
-        progress
+        let in_backoff = self
+            .node(node)
+            .and_then(|n| n.retry_at)
+            .is_some_and(|at| at > now);
+        if self.node(node).is_none() || (in_backoff && open == 0) {
+            self.unsend_all(node);
+            return true;
+        }
+        if in_backoff {
+            return false;
+        }
+        self.open_link(now, node, LinkRole::Data);
+        true
     }
 
-    /// Every request waiting for `node` goes back to the routing layer as not sent.
-    pub(super) fn unsend_all(&mut self, now: Instant, node: NodeId) {
-        let waiting: Vec<RequestId> = self.ready.remove(&node).map(Vec::from).unwrap_or_default();
-        for request in waiting {
-            self.routing
-                .handle_result(now, request, Target::Node(node), Attempt::NotSent);
+    /// Every request waiting for `node` is handed back as not sent (by the next
+    /// [`Router::report_unsent`]).
+    pub(super) fn unsend_all(&mut self, node: NodeId) {
+        if let Some(waiting) = self.ready.remove(&node) {
+            self.unsent.extend(
+                waiting
+                    .into_iter()
+                    .map(|request| (request, Target::Node(node))),
+            );
         }
     }
 
@@ -215,8 +267,7 @@ impl Router {
     ) {
         let Some(entry) = self.requests.get(&request) else {
             // Completed meanwhile (its deadline): release whatever it still holds.
-            self.routing
-                .handle_result(now, request, target, Attempt::NotSent);
+            self.unsent.push((request, target));
             return;
         };
         // The routed forms (an auto-commit poll as 104, an offset write after an attach) on
@@ -228,8 +279,7 @@ impl Router {
             routed && matches!(entry.request, Request::Poll(_) | Request::StoreOffset(_));
         if needs_attach {
             let Some((client_id, session)) = self.coordinator.identity else {
-                self.routing
-                    .handle_result(now, request, target, Attempt::NotSent);
+                self.unsent.push((request, target));
                 return;
             };
             let wanted = Attachment {
