@@ -61,4 +61,4 @@ pub use request::{
     AdminRequest, Outcome, PollRequest, Reply, Request, RequestError, SendReceipt, SendRequest,
     StoreOffsetRequest, SubmitError,
 };
-pub use router::{CloseReason, ConnectError, Output, Router};
+pub use router::{CloseReason, ConnectError, Output, Router, TimerKind};

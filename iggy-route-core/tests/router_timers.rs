@@ -138,3 +138,57 @@ fn every_input_after_a_long_silence_leaves_no_deadline_in_the_past() {
         slow.settle();
     }
 }
+
+#[test]
+fn the_next_wake_up_says_what_it_is_for() {
+    use iggy_route_core::TimerKind;
+    use iggy_route_core::routing::RoutingTimer;
+
+    let mut config = config();
+    config.request_timeout = Duration::from_secs(3);
+    let now = Instant::now();
+    let mut router = Router::new(config, 7, now);
+    // The coordinator's connect is queued: drain it first.
+    assert_eq!(router.next_timer(), Some((now, TimerKind::Output)));
+    let Some(Output::Connect { link, .. }) = router.poll_output() else {
+        panic!("the coordinator is dialled first");
+    };
+    assert_eq!(
+        router.next_timer(),
+        Some((now + Duration::from_secs(3), TimerKind::Connect)),
+        "connect_timeout defaults to 3 s"
+    );
+    router.handle_connected(now, link);
+    while router.poll_output().is_some() {}
+    // The login is in flight: its reply is due within the attempt timeout.
+    assert_eq!(
+        router.next_timer(),
+        Some((now + Duration::from_secs(5), TimerKind::Reply))
+    );
+
+    // Signed in, with nothing to do: the heartbeat; with a request waiting, its deadline
+    // comes first.
+    let mut slow = SlowCluster::new(self::config());
+    slow.settle();
+    assert_eq!(
+        slow.router.next_timer(),
+        Some((slow.now + Duration::from_secs(1), TimerKind::Heartbeat))
+    );
+    let mut short = self::config();
+    short.request_timeout = Duration::from_millis(500);
+    let mut slow = SlowCluster::new(short);
+    slow.settle();
+    slow.router.submit(slow.now, get_topic()).unwrap();
+    slow.drain();
+    assert_eq!(
+        slow.router.next_timer(),
+        Some((
+            slow.now + Duration::from_millis(500),
+            TimerKind::Routing(RoutingTimer::RequestDeadline)
+        ))
+    );
+    assert_eq!(
+        slow.router.poll_timeout(),
+        slow.router.next_timer().map(|(at, _)| at)
+    );
+}

@@ -293,35 +293,6 @@ impl Router {
         }
     }
 
-    /// When a link next needs attention.
-    pub(super) fn link_deadline(&self, link: &Link) -> Option<Instant> {
-        match link.state {
-            LinkState::Connecting => Some(link.opened_at + self.config.connect_timeout),
-            LinkState::SigningIn | LinkState::Ready => {
-                if let Some(in_flight) = &link.in_flight {
-                    let Some(replay_at) = in_flight.replay_at else {
-                        return Some(in_flight.deadline);
-                    };
-                    // Waiting to replay a 57: nothing is on the wire, so no attempt timeout
-                    // runs; the wait ends at the replay or when the request is over.
-                    let request_over = in_flight.request().map_or(replay_at, |id| {
-                        self.requests
-                            .get(&id)
-                            .map_or(self.last_now, |entry| entry.deadline)
-                    });
-                    return Some(replay_at.min(request_over));
-                }
-                let heartbeat = link.last_sent + self.config.heartbeat_interval;
-                match link.role {
-                    LinkRole::Coordinator => Some(heartbeat),
-                    LinkRole::Data => {
-                        Some(heartbeat.min(link.last_used + self.config.data_link_idle_timeout))
-                    }
-                }
-            }
-        }
-    }
-
     /// A request on `link_id` was answered `TransientNotCommitted` (57): the same bytes are
     /// written again on the same link after a jittered, doubling wait, up to
     /// `Config::max_replays` times; then the link is closed and the outcome is unknown.
@@ -373,8 +344,9 @@ impl Router {
     }
 
     /// Connect timeouts, silent nodes, replays of 57, heartbeats and idle data links.
+    /// Only links whose filed deadline has come are looked at, in link id order.
     pub(super) fn link_timers(&mut self, now: Instant) {
-        let ids: Vec<LinkId> = self.links.keys().copied().collect();
+        let ids = self.links.due_by(now);
         for id in ids {
             let Some(link) = self.links.get_mut(&id) else {
                 continue;

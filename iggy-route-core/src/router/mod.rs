@@ -23,8 +23,12 @@ pub(crate) mod encode;
 mod frames;
 mod lifecycle;
 mod link;
+mod link_table;
 mod requests;
 mod service;
+mod timer;
+
+pub use timer::TimerKind;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
@@ -39,7 +43,7 @@ use crate::request::{Outcome, Request, SubmitError};
 use crate::rng::Rng;
 use crate::routing::{Routing, RoutingCommands, Target};
 
-use link::Link;
+use link_table::LinkTable;
 
 /// Why the transport could not open a connection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,6 +81,7 @@ pub enum CloseReason {
 ///
 /// Deliberately not `#[non_exhaustive]`: a new kind of output must break every adapter's
 /// `match` at compile time, so that none can quietly ignore it.
+#[must_use = "an output left undone strands a link or a caller"]
 pub enum Output {
     /// Open a TCP connection to `addr` (`host:port`) for `link`; report the result with
     /// `handle_connected` or `handle_connect_failed`.
@@ -177,7 +182,7 @@ pub struct Router {
     rng: Rng,
     last_now: Instant,
     nodes: Vec<Node>,
-    links: BTreeMap<LinkId, Link>,
+    links: LinkTable,
     next_link: u64,
     coordinator: Coordinator,
     /// Every accepted request, until it completes.
@@ -213,7 +218,7 @@ impl Router {
             rng: Rng::new(seed),
             last_now: now,
             nodes,
-            links: BTreeMap::new(),
+            links: LinkTable::default(),
             next_link: 1,
             coordinator: Coordinator {
                 link: None,
@@ -230,6 +235,7 @@ impl Router {
             closed: false,
         };
         router.run_turns(now);
+        router.refile_links();
         router
     }
 
@@ -284,17 +290,23 @@ impl Router {
     fn settle(&mut self, now: Instant) {
         self.run_turns(now);
         self.routing.handle_timeout(now);
-        let link_due = self
-            .links
-            .values()
-            .any(|link| self.link_deadline(link).is_some_and(|at| at <= now));
-        if link_due {
+        self.refile_links();
+        if self.links.next().is_some_and(|(at, _)| at <= now) {
             self.link_timers(now);
         }
         self.run_turns(now);
+        self.refile_links();
+    }
+
+    /// Files the next deadline of every link changed by this input.
+    fn refile_links(&mut self) {
+        let (config, requests, last_now) = (&self.config, &self.requests, self.last_now);
+        self.links
+            .refile(|link| timer::link_deadline(link, config, requests, last_now));
     }
 
     /// The next output, or `None` when there is nothing to do.
+    #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
         let output = self.outputs.pop_front()?;
         match &output {
@@ -311,23 +323,36 @@ impl Router {
 
     /// When `handle_timeout` is next due; `Some(now)` while outputs are queued, `None` when
     /// nothing is scheduled.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_timer().map(|(at, _)| at)
+    }
+
+    /// When `handle_timeout` is next due and what for: the earliest of the routing
+    /// layer's timers, the links' deadlines (read from their index, not by a scan) and the
+    /// coordinator's redial. An earlier instant wins; at the same instant, the reason
+    /// listed first in [`TimerKind`].
+    #[must_use]
+    pub fn next_timer(&self) -> Option<(Instant, TimerKind)> {
         if !self.outputs.is_empty() {
-            return Some(self.last_now);
+            return Some((self.last_now, TimerKind::Output));
         }
-        let mut next = self.routing.poll_timeout();
-        let mut consider = |at: Option<Instant>| {
-            if let Some(at) = at {
-                next = Some(next.map_or(at, |n: Instant| n.min(at)));
-            }
-        };
-        for link in self.links.values() {
-            consider(self.link_deadline(link));
-        }
-        if self.coordinator.link.is_none() && !self.closed {
-            consider(self.node(self.coordinator.node).and_then(|n| n.retry_at));
-        }
-        next
+        debug_assert!(
+            self.links.is_filed(),
+            "link deadlines are filed after every input"
+        );
+        let routing = self
+            .routing
+            .next_timer()
+            .map(|(at, timer)| (at, TimerKind::Routing(timer)));
+        let redial = (self.coordinator.link.is_none() && !self.closed)
+            .then(|| self.node(self.coordinator.node).and_then(|n| n.retry_at))
+            .flatten()
+            .map(|at| (at, TimerKind::CoordinatorReconnect));
+        [routing, self.links.next(), redial]
+            .into_iter()
+            .flatten()
+            .min_by_key(|(at, kind)| (*at, *kind))
     }
 
     /// Counters since the router was made.
@@ -397,6 +422,7 @@ impl Router {
         self.coordinator.queue.clear();
         self.ready.clear();
         self.run_turns(now);
+        self.refile_links();
     }
 
     fn clock(&mut self, now: Instant) -> Instant {

@@ -7,7 +7,7 @@ use std::time::Instant;
 use tracing::warn;
 
 use super::{Output, Router};
-use crate::ids::RequestId;
+use crate::ids::{LinkId, RequestId};
 use crate::request::{Reply, Request, RequestError, SubmitError};
 
 /// One accepted request.
@@ -21,6 +21,8 @@ pub(super) struct Entry {
     /// The decoded answer of its latest served attempt, handed to the caller when routing
     /// completes the request with `Ok`.
     pub(super) reply: Option<Reply>,
+    /// The link of its latest write: a 57 replay waiting there ends with the request.
+    pub(super) link: Option<LinkId>,
 }
 
 impl Router {
@@ -43,6 +45,7 @@ impl Router {
             deadline: now + self.config.request_timeout,
             partition: None,
             reply: None,
+            link: None,
         };
         self.requests.insert(id, entry);
         Ok(id)
@@ -50,7 +53,12 @@ impl Router {
 
     /// A request is over: the caller gets the reply kept for it, or the error.
     pub(super) fn finish_request(&mut self, id: RequestId, outcome: Result<(), RequestError>) {
-        let reply = self.requests.remove(&id).and_then(|entry| entry.reply);
+        let entry = self.requests.remove(&id);
+        if let Some(link) = entry.as_ref().and_then(|entry| entry.link) {
+            // A replay waiting on that link was bounded by this request's deadline.
+            self.links.touch(link);
+        }
+        let reply = entry.and_then(|entry| entry.reply);
         let outcome = match (outcome, reply) {
             (Ok(()), Some(reply)) => Ok(reply),
             (Ok(()), None) => {

@@ -316,6 +316,7 @@ impl Router {
         if let Some(entry) = self.requests.get_mut(&request) {
             // A reply kept from an earlier attempt (a read asked again) is not this one's.
             entry.reply = None;
+            entry.link = Some(link_id);
         }
         if let Some(link) = self.links.get_mut(&link_id) {
             link.last_used = now;

@@ -54,6 +54,7 @@ pub enum Target {
 
 /// What the routing layer wants done.
 #[derive(Debug)]
+#[must_use = "a decision left undone strands its request"]
 pub enum Decision {
     /// Write this request (its next attempt) to the target.
     Write {
@@ -170,6 +171,24 @@ pub(crate) enum Place {
     Lane(LaneKey),
     /// Released to the coordinator.
     Coordinator,
+}
+
+/// Why the routing layer wants `handle_timeout` called.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RoutingTimer {
+    /// Decisions are queued: drain them now.
+    Decisions,
+    /// A request's deadline.
+    RequestDeadline,
+    /// A coordinator read is to be asked again.
+    ReadRetry,
+    /// A lane's backoff ends.
+    LaneBackoff,
+    /// A backing-off lane's route is to be looked up again.
+    RouteRecheck,
+    /// A topic's partition count is to be read again.
+    TopicRetry,
 }
 
 /// A deadline of the routing layer.
@@ -370,16 +389,32 @@ impl Routing {
     }
 
     /// The next decision, or `None` when there is nothing to do.
+    #[must_use]
     pub fn poll_decision(&mut self) -> Option<Decision> {
         self.decisions.pop_front()
     }
 
     /// When `handle_timeout` is next due: `None` when nothing is scheduled.
+    #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_timer().map(|(at, _)| at)
+    }
+
+    /// When `handle_timeout` is next due, and for what.
+    #[must_use]
+    pub fn next_timer(&self) -> Option<(Instant, RoutingTimer)> {
         if !self.decisions.is_empty() {
-            return Some(self.last_now);
+            return Some((self.last_now, RoutingTimer::Decisions));
         }
-        self.timers.first().map(|(at, _)| *at)
+        let (at, key) = self.timers.first()?;
+        let reason = match key {
+            TimerKey::Request(_) => RoutingTimer::RequestDeadline,
+            TimerKey::Retry(_) => RoutingTimer::ReadRetry,
+            TimerKey::Lane(_) => RoutingTimer::LaneBackoff,
+            TimerKey::Recheck(_) => RoutingTimer::RouteRecheck,
+            TimerKey::Topic(_) => RoutingTimer::TopicRetry,
+        };
+        Some((*at, reason))
     }
 
     /// A request not yet completed.

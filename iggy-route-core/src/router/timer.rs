@@ -1,0 +1,75 @@
+//! What the router waits for, and why: the reasons of the next wake-up, and each link's
+//! next deadline.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::link::{Link, LinkState};
+use super::requests::Entry;
+use crate::config::Config;
+use crate::event::LinkRole;
+use crate::ids::RequestId;
+use crate::routing::RoutingTimer;
+
+/// Why the router wants [`super::Router::handle_timeout`] called.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TimerKind {
+    /// Outputs are queued: drain them now.
+    Output,
+    /// A connection attempt runs out of time.
+    Connect,
+    /// The reply to the exchange in flight on a link is due.
+    Reply,
+    /// A request answered "not committed yet" (57) is to be written again, or given up
+    /// because it is over.
+    Replay,
+    /// A quiet link is owed a heartbeat (`PING`).
+    Heartbeat,
+    /// An unused data link is to be closed.
+    Idle,
+    /// The coordinator's node may be dialled again.
+    CoordinatorReconnect,
+    /// One of the routing layer's timers.
+    Routing(RoutingTimer),
+}
+
+/// When a link next needs attention, and for what.
+pub(super) fn link_deadline(
+    link: &Link,
+    config: &Config,
+    requests: &BTreeMap<RequestId, Entry>,
+    last_now: Instant,
+) -> Option<(Instant, TimerKind)> {
+    match link.state {
+        LinkState::Connecting => {
+            Some((link.opened_at + config.connect_timeout, TimerKind::Connect))
+        }
+        LinkState::SigningIn | LinkState::Ready => {
+            if let Some(in_flight) = &link.in_flight {
+                let Some(replay_at) = in_flight.replay_at else {
+                    return Some((in_flight.deadline, TimerKind::Reply));
+                };
+                // Waiting to replay a 57: nothing is on the wire, so no attempt timeout
+                // runs; the wait ends at the replay or when the request is over (at once
+                // when it is over already).
+                let request_over = in_flight.request().map_or(replay_at, |id| {
+                    requests.get(&id).map_or(last_now, |entry| entry.deadline)
+                });
+                return Some((replay_at.min(request_over), TimerKind::Replay));
+            }
+            let heartbeat = link.last_sent + config.heartbeat_interval;
+            match link.role {
+                LinkRole::Coordinator => Some((heartbeat, TimerKind::Heartbeat)),
+                LinkRole::Data => {
+                    let idle = link.last_used + config.data_link_idle_timeout;
+                    if idle < heartbeat {
+                        Some((idle, TimerKind::Idle))
+                    } else {
+                        Some((heartbeat, TimerKind::Heartbeat))
+                    }
+                }
+            }
+        }
+    }
+}
