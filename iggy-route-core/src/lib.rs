@@ -34,12 +34,24 @@
 //!   [`Router`] for the drive contract).
 //! - [`client`]: what the adapters' clients share without doing I/O: their error type and
 //!   each operation's request and expected reply.
+//!
+//! # Cargo features
+//! Neither is on by default, and a client needs neither.
+//! - `server`: the server half of the [`wire`] codec (request decoders, reply encoders
+//!   and the frame helpers a test server uses). The loopback test cluster in the
+//!   workspace's `tests/` crate and the mio adapter's unit tests turn it on.
+//! - `fuzzing` (implies `server`): the hidden `fuzzing` module, the fuzz targets' entry
+//!   points and the `FakeCluster` the router tests run against. `fuzz/` turns it on.
+//!
+//! The crate's own tests and benches see both (it is its own dev-dependency with
+//! `fuzzing` on).
 #![warn(missing_docs)]
 
 pub mod client;
 pub mod partitioning;
 pub mod wire;
 
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 

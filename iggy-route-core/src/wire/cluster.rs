@@ -3,7 +3,9 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::{Reader, WireError, len_u32};
+#[cfg(feature = "server")]
+use super::len_u32;
+use super::{Reader, WireError};
 
 /// Smallest encoded `ClusterNode`: two empty strings, four ports, role, status.
 const MIN_NODE_LEN: usize = 4 + 4 + 8 + 2;
@@ -56,25 +58,6 @@ pub struct ClusterNode {
 }
 
 impl ClusterNode {
-    /// Append the wire form.
-    pub fn encode(&self, out: &mut BytesMut) {
-        out.put_u32_le(len_u32(self.name.len()));
-        out.put_slice(self.name.as_bytes());
-        out.put_u32_le(len_u32(self.ip.len()));
-        out.put_slice(self.ip.as_bytes());
-        out.put_u16_le(self.tcp_port);
-        out.put_u16_le(self.quic_port);
-        out.put_u16_le(self.http_port);
-        out.put_u16_le(self.websocket_port);
-        out.put_u8(self.role as u8);
-        out.put_u8(self.status as u8);
-    }
-
-    /// Encoded size in bytes.
-    pub fn encoded_len(&self) -> usize {
-        MIN_NODE_LEN + self.name.len() + self.ip.len()
-    }
-
     /// Read the wire form.
     pub fn decode(r: &mut Reader<'_>) -> Result<Self, WireError> {
         let name = r.string_u32("node name")?;
@@ -128,6 +111,28 @@ impl ClusterNode {
     }
 }
 
+#[cfg(feature = "server")]
+impl ClusterNode {
+    /// Append the wire form.
+    pub fn encode(&self, out: &mut BytesMut) {
+        out.put_u32_le(len_u32(self.name.len()));
+        out.put_slice(self.name.as_bytes());
+        out.put_u32_le(len_u32(self.ip.len()));
+        out.put_slice(self.ip.as_bytes());
+        out.put_u16_le(self.tcp_port);
+        out.put_u16_le(self.quic_port);
+        out.put_u16_le(self.http_port);
+        out.put_u16_le(self.websocket_port);
+        out.put_u8(self.role as u8);
+        out.put_u8(self.status as u8);
+    }
+
+    /// Encoded size in bytes.
+    pub fn encoded_len(&self) -> usize {
+        MIN_NODE_LEN + self.name.len() + self.ip.len()
+    }
+}
+
 /// The `GET_CLUSTER_METADATA` reply body.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ClusterMetadata {
@@ -137,6 +142,29 @@ pub struct ClusterMetadata {
     pub nodes: Vec<ClusterNode>,
 }
 
+impl ClusterMetadata {
+    /// Decode a whole body.
+    pub fn decode(body: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader::new(body);
+        let name = r.string_u32("cluster name")?;
+        let count = r.u32()? as usize;
+        let mut nodes = Vec::with_capacity(count.min(r.remaining() / MIN_NODE_LEN));
+        for _ in 0..count {
+            nodes.push(ClusterNode::decode(&mut r)?);
+        }
+        r.finish("cluster metadata")?;
+        Ok(Self { name, nodes })
+    }
+
+    /// The first node with role Leader and status Healthy (the SDK's rule).
+    pub fn leader(&self) -> Option<&ClusterNode> {
+        self.nodes
+            .iter()
+            .find(|n| n.role == NodeRole::Leader && n.status == NodeStatus::Healthy)
+    }
+}
+
+#[cfg(feature = "server")]
 impl ClusterMetadata {
     /// Append the body.
     pub fn encode(&self, out: &mut BytesMut) {
@@ -156,26 +184,6 @@ impl ClusterMetadata {
                 .iter()
                 .map(ClusterNode::encoded_len)
                 .sum::<usize>()
-    }
-
-    /// Decode a whole body.
-    pub fn decode(body: &[u8]) -> Result<Self, WireError> {
-        let mut r = Reader::new(body);
-        let name = r.string_u32("cluster name")?;
-        let count = r.u32()? as usize;
-        let mut nodes = Vec::with_capacity(count.min(r.remaining() / MIN_NODE_LEN));
-        for _ in 0..count {
-            nodes.push(ClusterNode::decode(&mut r)?);
-        }
-        r.finish("cluster metadata")?;
-        Ok(Self { name, nodes })
-    }
-
-    /// The first node with role Leader and status Healthy (the SDK's rule).
-    pub fn leader(&self) -> Option<&ClusterNode> {
-        self.nodes
-            .iter()
-            .find(|n| n.role == NodeRole::Leader && n.status == NodeStatus::Healthy)
     }
 }
 
@@ -215,7 +223,10 @@ impl ConsumerSession {
             metadata_watermark: r.u64()?,
         })
     }
+}
 
+#[cfg(feature = "server")]
+impl ConsumerSession {
     /// Decode a whole `ATTACH_CONSUMER_SESSION` body.
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader::new(body);
@@ -235,17 +246,6 @@ pub struct PollRouting {
 }
 
 impl PollRouting {
-    /// Append the body.
-    pub fn encode(&self, out: &mut BytesMut) {
-        self.consumer_session.encode(out);
-        self.primary.encode(out);
-    }
-
-    /// Encoded size in bytes.
-    pub fn encoded_len(&self) -> usize {
-        ConsumerSession::ENCODED_LEN + self.primary.encoded_len()
-    }
-
     /// Decode a whole body.
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader::new(body);
@@ -256,6 +256,20 @@ impl PollRouting {
             consumer_session,
             primary,
         })
+    }
+}
+
+#[cfg(feature = "server")]
+impl PollRouting {
+    /// Append the body.
+    pub fn encode(&self, out: &mut BytesMut) {
+        self.consumer_session.encode(out);
+        self.primary.encode(out);
+    }
+
+    /// Encoded size in bytes.
+    pub fn encoded_len(&self) -> usize {
+        ConsumerSession::ENCODED_LEN + self.primary.encoded_len()
     }
 }
 

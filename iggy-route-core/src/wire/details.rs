@@ -1,6 +1,7 @@
 //! Stream and topic reply payloads: `GET_STREAM` / `GET_TOPIC` replies and the
 //! create-stream / create-topic payloads (§9.3).
 
+#[cfg(feature = "server")]
 use bytes::{BufMut, BytesMut};
 
 use super::topics::{skip_options, whole_body};
@@ -34,26 +35,6 @@ pub struct TopicSummary {
 }
 
 impl TopicSummary {
-    /// Append the wire form with empty options blocks.
-    pub fn encode(&self, out: &mut BytesMut) {
-        out.put_u32_le(self.id);
-        out.put_u64_le(self.created_at);
-        out.put_u32_le(self.partitions_count);
-        out.put_u64_le(self.message_expiry);
-        out.put_u8(self.compression);
-        out.put_u64_le(self.max_topic_size);
-        out.put_u64_le(self.size_bytes);
-        out.put_u64_le(self.messages_count);
-        self.name.encode(out);
-        out.put_u32_le(0);
-        out.put_u32_le(0);
-    }
-
-    /// Encoded size in bytes.
-    pub fn encoded_len(&self) -> usize {
-        49 + self.name.encoded_len() + 8
-    }
-
     /// Read the wire form.
     pub fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
         let id = r.u32()?;
@@ -84,6 +65,29 @@ impl TopicSummary {
     }
 }
 
+#[cfg(feature = "server")]
+impl TopicSummary {
+    /// Append the wire form with empty options blocks.
+    pub fn encode(&self, out: &mut BytesMut) {
+        out.put_u32_le(self.id);
+        out.put_u64_le(self.created_at);
+        out.put_u32_le(self.partitions_count);
+        out.put_u64_le(self.message_expiry);
+        out.put_u8(self.compression);
+        out.put_u64_le(self.max_topic_size);
+        out.put_u64_le(self.size_bytes);
+        out.put_u64_le(self.messages_count);
+        self.name.encode(out);
+        out.put_u32_le(0);
+        out.put_u32_le(0);
+    }
+
+    /// Encoded size in bytes.
+    pub fn encoded_len(&self) -> usize {
+        49 + self.name.encoded_len() + 8
+    }
+}
+
 /// One `PartitionResponse` (40 bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct PartitionInfo {
@@ -102,16 +106,6 @@ pub struct PartitionInfo {
 }
 
 impl PartitionInfo {
-    /// Append the 40-byte wire form.
-    pub fn encode(&self, out: &mut BytesMut) {
-        out.put_u32_le(self.id);
-        out.put_u64_le(self.created_at);
-        out.put_u32_le(self.segments_count);
-        out.put_u64_le(self.current_offset);
-        out.put_u64_le(self.size_bytes);
-        out.put_u64_le(self.messages_count);
-    }
-
     /// Read the 40-byte wire form.
     pub fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
         Ok(Self {
@@ -125,6 +119,19 @@ impl PartitionInfo {
     }
 }
 
+#[cfg(feature = "server")]
+impl PartitionInfo {
+    /// Append the 40-byte wire form.
+    pub fn encode(&self, out: &mut BytesMut) {
+        out.put_u32_le(self.id);
+        out.put_u64_le(self.created_at);
+        out.put_u32_le(self.segments_count);
+        out.put_u64_le(self.current_offset);
+        out.put_u64_le(self.size_bytes);
+        out.put_u64_le(self.messages_count);
+    }
+}
+
 /// The `GET_TOPIC` reply (and create-topic payload): a summary, then exactly
 /// `summary.partitions_count` partitions. Empty body = not found.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -135,6 +142,7 @@ pub struct TopicDetails {
     pub partitions: Vec<PartitionInfo>,
 }
 
+#[cfg(feature = "server")]
 impl TopicDetails {
     /// Append the body.
     pub fn encode(&self, out: &mut BytesMut) {
@@ -182,6 +190,7 @@ pub struct StreamDetails {
     pub topics: Vec<TopicSummary>,
 }
 
+#[cfg(feature = "server")]
 impl StreamDetails {
     /// Append the body (options block empty).
     pub fn encode(&self, out: &mut BytesMut) {

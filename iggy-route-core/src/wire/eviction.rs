@@ -1,10 +1,13 @@
 //! The session-terminal Eviction header (§1.5).
 
+#[cfg(feature = "server")]
 use bytes::{BufMut, BytesMut};
 
+use super::WireError;
 use super::error_code::{ErrorCode, EvictionReason};
-use super::header::{COMMAND_EVICTION, field, header_bytes, put_prefix};
-use super::{HEADER_SIZE, WireError};
+use super::header::{COMMAND_EVICTION, field, header_bytes};
+#[cfg(feature = "server")]
+use super::{HEADER_SIZE, header::put_prefix};
 
 macro_rules! le {
     ($ty:ty, $h:expr, $off:expr) => {
@@ -51,6 +54,21 @@ impl EvictionHeader {
         self.reason.error_code()
     }
 
+    /// Decode the first 256 bytes of `bytes`.
+    pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
+        let h = header_bytes(bytes, COMMAND_EVICTION)?;
+        Ok(Self {
+            cluster: le!(u128, h, 32),
+            client: le!(u128, h, 128),
+            server_protocol_version: le!(u32, h, 144),
+            server_protocol_version_min: le!(u32, h, 148),
+            reason: EvictionReason::from_u8(h[255]),
+        })
+    }
+}
+
+#[cfg(feature = "server")]
+impl EvictionHeader {
     /// Append exactly 256 bytes (`size` is always 256).
     pub fn encode(&self, out: &mut BytesMut) {
         out.reserve(HEADER_SIZE);
@@ -67,18 +85,6 @@ impl EvictionHeader {
         out.put_u32_le(self.server_protocol_version_min);
         out.put_bytes(0, 103);
         out.put_u8(self.reason.as_u8());
-    }
-
-    /// Decode the first 256 bytes of `bytes`.
-    pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
-        let h = header_bytes(bytes, COMMAND_EVICTION)?;
-        Ok(Self {
-            cluster: le!(u128, h, 32),
-            client: le!(u128, h, 128),
-            server_protocol_version: le!(u32, h, 144),
-            server_protocol_version_min: le!(u32, h, 148),
-            reason: EvictionReason::from_u8(h[255]),
-        })
     }
 }
 

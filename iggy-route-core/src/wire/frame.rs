@@ -201,6 +201,7 @@ fn frame_from(bytes: Bytes) -> Result<Frame, WireError> {
 }
 
 /// Decode `bytes` as exactly one whole frame.
+#[cfg(feature = "server")]
 pub fn decode_one(bytes: &[u8]) -> Result<Frame, WireError> {
     let size = size_field(bytes)
         .filter(|_| bytes.len() >= HEADER_SIZE)
@@ -226,6 +227,7 @@ pub fn decode_one(bytes: &[u8]) -> Result<Frame, WireError> {
     }
 }
 
+#[cfg(feature = "server")]
 impl Frame {
     /// Append the frame's bytes (header with `size` as stored, then the body).
     pub fn encode(&self, out: &mut bytes::BytesMut) {

@@ -1,6 +1,8 @@
 //! The 256-byte request, reply and eviction headers (§1.2 to §1.5).
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
+#[cfg(feature = "server")]
+use bytes::BytesMut;
 
 use super::codes::Operation;
 pub use super::reply_header::ReplyHeader;
@@ -211,6 +213,7 @@ impl RequestHeader {
 /// Append a whole request frame: `template` with `size` set to `256 + body.len()`
 /// and `request_checksum` stamped as the SDK does (xxh3 of the body for Register,
 /// Logout, DeleteSegments and metadata ops; 0 for partition ops and `NonReplicated`).
+#[cfg(feature = "server")]
 pub fn encode_request(template: &RequestHeader, body: &[u8], out: &mut BytesMut) {
     let mut header = *template;
     header.size = frame_size(body.len());

@@ -40,7 +40,10 @@ impl Password {
         out.put_u8(self.0.len() as u8);
         out.put_slice(self.0.as_bytes());
     }
+}
 
+#[cfg(feature = "server")]
+impl Password {
     fn decode(r: &mut Reader<'_>) -> Result<Self, WireError> {
         let len = r.u8()? as usize;
         let bytes = r.bytes(len)?;
@@ -73,6 +76,7 @@ fn put_context(context: &Bytes, out: &mut BytesMut) {
     out.put_slice(context);
 }
 
+#[cfg(feature = "server")]
 fn read_context(r: &mut Reader<'_>) -> Result<Bytes, WireError> {
     let len = r.u32()? as usize;
     Ok(Bytes::copy_from_slice(r.bytes(len)?))
@@ -119,7 +123,10 @@ impl LoginRegisterRequest {
             + 4
             + self.context.len()
     }
+}
 
+#[cfg(feature = "server")]
+impl LoginRegisterRequest {
     /// Decode a whole body (trailing bytes are an error, which also tells this
     /// shape apart from the PAT variant).
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
@@ -174,7 +181,10 @@ impl LoginRegisterWithPatRequest {
             + 4
             + self.context.len()
     }
+}
 
+#[cfg(feature = "server")]
+impl LoginRegisterWithPatRequest {
     /// Decode a whole body.
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader::new(body);
@@ -204,19 +214,6 @@ pub struct LoginRegisterReply {
 }
 
 impl LoginRegisterReply {
-    /// Append the payload (without the result section).
-    pub fn encode(&self, out: &mut BytesMut) {
-        out.put_u32_le(self.user_id);
-        out.put_u64_le(self.session);
-        out.put_u32_le(self.server_protocol_version);
-        self.server_version.encode(out);
-    }
-
-    /// Encoded size in bytes.
-    pub fn encoded_len(&self) -> usize {
-        16 + self.server_version.encoded_len()
-    }
-
     /// Decode the payload (without the result section).
     pub fn decode(payload: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader::new(payload);
@@ -228,6 +225,22 @@ impl LoginRegisterReply {
         };
         r.finish("login register reply")?;
         Ok(value)
+    }
+}
+
+#[cfg(feature = "server")]
+impl LoginRegisterReply {
+    /// Append the payload (without the result section).
+    pub fn encode(&self, out: &mut BytesMut) {
+        out.put_u32_le(self.user_id);
+        out.put_u64_le(self.session);
+        out.put_u32_le(self.server_protocol_version);
+        self.server_version.encode(out);
+    }
+
+    /// Encoded size in bytes.
+    pub fn encoded_len(&self) -> usize {
+        16 + self.server_version.encoded_len()
     }
 }
 

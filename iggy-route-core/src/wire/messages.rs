@@ -3,6 +3,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+#[cfg(feature = "server")]
 use super::batch::read_batch;
 pub use super::batch::{BATCH_HEADER_SIZE, BatchHeader, MESSAGE_HEADER_SIZE, encode_batch};
 pub use super::poll::{PollMessagesReply, PollMessagesRequest, PolledMessage};
@@ -85,7 +86,10 @@ impl SendMessagesRequest {
             + BATCH_HEADER_SIZE
             + self.messages.iter().map(Message::frame_len).sum::<usize>()
     }
+}
 
+#[cfg(feature = "server")]
+impl SendMessagesRequest {
     /// Decode a whole body, verifying the layout and every checksum.
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let (request, _) = Self::decode_with_batch(body)?;
@@ -155,22 +159,6 @@ pub struct SendMessagesReply {
 }
 
 impl SendMessagesReply {
-    /// Append the body.
-    pub fn encode(&self, out: &mut BytesMut) {
-        out.put_u32_le(len_u32(self.confirmations.len()));
-        for c in &self.confirmations {
-            out.put_u32_le(c.stream_id);
-            out.put_u32_le(c.topic_id);
-            out.put_u32_le(c.partition_id);
-            out.put_u64_le(c.base_offset);
-        }
-    }
-
-    /// Encoded size in bytes.
-    pub fn encoded_len(&self) -> usize {
-        4 + 20 * self.confirmations.len()
-    }
-
     /// Decode a whole body.
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         if body.is_empty() {
@@ -189,6 +177,25 @@ impl SendMessagesReply {
         }
         r.finish("send messages reply")?;
         Ok(Self { confirmations })
+    }
+}
+
+#[cfg(feature = "server")]
+impl SendMessagesReply {
+    /// Append the body.
+    pub fn encode(&self, out: &mut BytesMut) {
+        out.put_u32_le(len_u32(self.confirmations.len()));
+        for c in &self.confirmations {
+            out.put_u32_le(c.stream_id);
+            out.put_u32_le(c.topic_id);
+            out.put_u32_le(c.partition_id);
+            out.put_u64_le(c.base_offset);
+        }
+    }
+
+    /// Encoded size in bytes.
+    pub fn encoded_len(&self) -> usize {
+        4 + 20 * self.confirmations.len()
     }
 }
 

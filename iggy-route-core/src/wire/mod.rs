@@ -4,7 +4,13 @@
 //! body of `header.size - 256` bytes. This module encodes and decodes those headers
 //! ([`RequestHeader`], [`ReplyHeader`], [`EvictionHeader`]), splits a byte stream into
 //! frames ([`FrameDecoder`]), and encodes and decodes the bodies of the commands the
-//! router and the test cluster need, in both directions (client and server side).
+//! router and the test cluster need.
+//!
+//! The client half (request encoders, reply decoders, the frame decoder) is always
+//! built. The server half (request decoders, reply encoders, `ReplyHeader::for_request`,
+//! `decode_one`, `Frame::encode`, `encode_request`, `put_result_ok`) is only built with
+//! the `server` feature: a client has no use for it, and the loopback test cluster,
+//! the crate's own tests and the fuzz targets turn it on.
 //!
 //! All decoders are total: they return a typed [`WireError`] for any input and never
 //! panic, and they never allocate from a count read off the wire beyond what the
@@ -38,23 +44,28 @@ pub use codes::{Operation, code};
 pub use details::{PartitionInfo, StreamDetails, TopicDetails, TopicSummary};
 pub use error_code::{ErrorCode, EvictionReason};
 pub use eviction::EvictionHeader;
-pub use frame::{Frame, FrameDecoder, decode_one};
+#[cfg(feature = "server")]
+pub use frame::decode_one;
+pub use frame::{Frame, FrameDecoder};
+#[cfg(feature = "server")]
+pub use header::encode_request;
 pub use header::{
-    COMMAND_EVICTION, COMMAND_REPLY, COMMAND_REQUEST, ReplyHeader, RequestHeader, encode_request,
-    request_checksum,
+    COMMAND_EVICTION, COMMAND_REPLY, COMMAND_REQUEST, ReplyHeader, RequestHeader, request_checksum,
 };
 pub use login::{
     LoginRegisterReply, LoginRegisterRequest, LoginRegisterWithPatRequest, PROTOCOL_VERSION,
     Password, SDK_NAME, SDK_VERSION,
 };
 pub use messages::{Message, SendConfirmation, SendMessagesReply, SendMessagesRequest};
-pub use offsets::{
-    ConsumerOffsetInfo, ConsumerOffsetKey, DeleteConsumerOffsetRequest, StoreConsumerOffsetRequest,
-};
+#[cfg(feature = "server")]
+pub use offsets::{ConsumerOffsetInfo, DeleteConsumerOffsetRequest};
+pub use offsets::{ConsumerOffsetKey, StoreConsumerOffsetRequest};
 pub use poll::{PollMessagesReply, PollMessagesRequest, PolledMessage};
 pub use primitives::{Consumer, ConsumerKind, Identifier, Name, PollingStrategy};
 pub use reader::Reader;
-pub use reply::{ReplyError, put_result_ok, put_result_rejection, reply_payload, split_result};
+pub use reply::{ReplyError, reply_payload, split_result};
+#[cfg(feature = "server")]
+pub use reply::{put_result_ok, put_result_rejection};
 pub use topics::{
     CreatePartitionsRequest, CreateStreamRequest, CreateTopicRequest, GetStreamRequest,
     GetTopicRequest,

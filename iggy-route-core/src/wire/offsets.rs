@@ -4,8 +4,10 @@
 
 use bytes::{BufMut, BytesMut};
 
-use super::poll::{put_optional_partition, read_optional_partition};
-use super::{Consumer, Identifier, Reader, WireError};
+use super::poll::put_optional_partition;
+use super::{Consumer, Identifier};
+#[cfg(feature = "server")]
+use super::{Reader, WireError, poll::read_optional_partition};
 
 /// `[consumer][stream][topic][flag:u8][partition_id:u32]`: the body of 120 and 123,
 /// and the prefix of 121 and 122.
@@ -34,7 +36,10 @@ impl ConsumerOffsetKey {
     pub fn encoded_len(&self) -> usize {
         self.consumer.encoded_len() + self.stream.encoded_len() + self.topic.encoded_len() + 5
     }
+}
 
+#[cfg(feature = "server")]
+impl ConsumerOffsetKey {
     /// Read the wire form from a reader.
     pub fn read(r: &mut Reader<'_>) -> Result<Self, WireError> {
         Ok(Self {
@@ -54,6 +59,7 @@ impl ConsumerOffsetKey {
     }
 }
 
+#[cfg(feature = "server")]
 fn read_ack(r: &mut Reader<'_>) -> Result<(), WireError> {
     match r.u8()? {
         0 | 1 => Ok(()),
@@ -85,7 +91,10 @@ impl StoreConsumerOffsetRequest {
     pub fn encoded_len(&self) -> usize {
         self.key.encoded_len() + 9
     }
+}
 
+#[cfg(feature = "server")]
+impl StoreConsumerOffsetRequest {
     /// Decode a whole body (ack 0 or 1).
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader::new(body);
@@ -98,12 +107,14 @@ impl StoreConsumerOffsetRequest {
 }
 
 /// The `DELETE_CONSUMER_OFFSET` body: key, ack (always written as 1).
+#[cfg(feature = "server")]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DeleteConsumerOffsetRequest {
     /// Which offset.
     pub key: ConsumerOffsetKey,
 }
 
+#[cfg(feature = "server")]
 impl DeleteConsumerOffsetRequest {
     /// Append the body.
     pub fn encode(&self, out: &mut BytesMut) {
@@ -127,6 +138,7 @@ impl DeleteConsumerOffsetRequest {
 }
 
 /// The `GET_CONSUMER_OFFSET` reply (20 bytes); an empty body means no offset.
+#[cfg(feature = "server")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ConsumerOffsetInfo {
     /// Partition.
@@ -137,6 +149,7 @@ pub struct ConsumerOffsetInfo {
     pub stored_offset: u64,
 }
 
+#[cfg(feature = "server")]
 impl ConsumerOffsetInfo {
     /// Append the 20-byte body.
     pub fn encode(&self, out: &mut BytesMut) {

@@ -3,8 +3,12 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::batch::{BatchHeader, FrameSpec, put_batch, read_batch};
-use super::{Consumer, Identifier, PollingStrategy, Reader, WireError, len_u32};
+use super::batch::read_batch;
+#[cfg(feature = "server")]
+use super::batch::{BatchHeader, FrameSpec, put_batch};
+#[cfg(feature = "server")]
+use super::len_u32;
+use super::{Consumer, Identifier, PollingStrategy, Reader, WireError};
 
 /// `[flag:u8][partition_id:u32]`: 5 bytes either way, value 0 when `None`.
 pub(crate) fn put_optional_partition(partition_id: Option<u32>, out: &mut BytesMut) {
@@ -13,6 +17,7 @@ pub(crate) fn put_optional_partition(partition_id: Option<u32>, out: &mut BytesM
 }
 
 /// Read `[flag:u8][partition_id:u32]`; as in the crate, only flag 1 means `Some`.
+#[cfg(feature = "server")]
 pub(crate) fn read_optional_partition(r: &mut Reader<'_>) -> Result<Option<u32>, WireError> {
     let flag = r.u8()?;
     let value = r.u32()?;
@@ -60,7 +65,10 @@ impl PollMessagesRequest {
             + 4
             + 1
     }
+}
 
+#[cfg(feature = "server")]
+impl PollMessagesRequest {
     /// Decode a whole body (as in the crate, any nonzero `auto_commit` is true).
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader::new(body);
@@ -107,6 +115,39 @@ pub struct PollMessagesReply {
     pub messages: Vec<PolledMessage>,
 }
 
+impl PollMessagesReply {
+    /// Decode a whole body. Checks layout only, not checksums, like the SDK. A
+    /// zero-length body is an error.
+    pub fn decode(body: &[u8]) -> Result<Self, WireError> {
+        let mut r = Reader::new(body);
+        let partition_id = r.u32()?;
+        let current_offset = r.u64()?;
+        let _count_hint = r.u32()?;
+        let mut messages = Vec::new();
+        while r.remaining() > 0 {
+            let (header, frames) = read_batch(&mut r, false)?;
+            messages.extend(frames.iter().map(|f| {
+                PolledMessage {
+                    offset: header.base_offset.saturating_add(f.offset_delta.into()),
+                    id: f.id,
+                    timestamp: header.base_timestamp,
+                    origin_timestamp: header
+                        .origin_timestamp
+                        .saturating_add(f.timestamp_delta.into()),
+                    payload: Bytes::copy_from_slice(f.payload),
+                    user_headers: Bytes::copy_from_slice(f.user_headers),
+                }
+            }));
+        }
+        Ok(Self {
+            partition_id,
+            current_offset,
+            messages,
+        })
+    }
+}
+
+#[cfg(feature = "server")]
 impl PollMessagesReply {
     /// Append the body: the prefix, then the messages as batch records. Runs of
     /// messages that share a timestamp and fit the u32 deltas share one record.
@@ -169,36 +210,6 @@ impl PollMessagesReply {
         for batch in batches {
             out.put_slice(batch);
         }
-    }
-
-    /// Decode a whole body. Checks layout only, not checksums, like the SDK. A
-    /// zero-length body is an error.
-    pub fn decode(body: &[u8]) -> Result<Self, WireError> {
-        let mut r = Reader::new(body);
-        let partition_id = r.u32()?;
-        let current_offset = r.u64()?;
-        let _count_hint = r.u32()?;
-        let mut messages = Vec::new();
-        while r.remaining() > 0 {
-            let (header, frames) = read_batch(&mut r, false)?;
-            messages.extend(frames.iter().map(|f| {
-                PolledMessage {
-                    offset: header.base_offset.saturating_add(f.offset_delta.into()),
-                    id: f.id,
-                    timestamp: header.base_timestamp,
-                    origin_timestamp: header
-                        .origin_timestamp
-                        .saturating_add(f.timestamp_delta.into()),
-                    payload: Bytes::copy_from_slice(f.payload),
-                    user_headers: Bytes::copy_from_slice(f.user_headers),
-                }
-            }));
-        }
-        Ok(Self {
-            partition_id,
-            current_offset,
-            messages,
-        })
     }
 }
 

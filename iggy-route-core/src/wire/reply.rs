@@ -1,6 +1,8 @@
 //! Result-section framing and reply classification (§1.8).
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
+#[cfg(feature = "server")]
+use bytes::{BufMut, BytesMut};
 
 use super::codes::Operation;
 use super::error_code::ErrorCode;
@@ -23,11 +25,13 @@ pub enum ReplyError {
 }
 
 /// Append a success result section: `[count = 0]`.
+#[cfg(feature = "server")]
 pub fn put_result_ok(out: &mut BytesMut) {
     out.put_u32_le(0);
 }
 
 /// Append a one-entry rejection: `[count = 1][index = 0][code]`.
+#[cfg(feature = "server")]
 pub fn put_result_rejection(code: u32, out: &mut BytesMut) {
     out.put_u32_le(1);
     out.put_u32_le(0);

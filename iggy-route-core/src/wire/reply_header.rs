@@ -1,11 +1,12 @@
 //! The server-to-client reply header (§1.4).
 
+#[cfg(feature = "server")]
 use bytes::{BufMut, BytesMut};
 
 use super::codes::Operation;
-use super::header::{
-    COMMAND_REPLY, RequestHeader, field, frame_size, header_bytes, le, operation_at, put_prefix,
-};
+use super::header::{COMMAND_REPLY, field, header_bytes, le, operation_at};
+#[cfg(feature = "server")]
+use super::header::{RequestHeader, frame_size, put_prefix};
 use super::{HEADER_SIZE, WireError};
 
 const SIZE_OFFSET: usize = 48;
@@ -42,6 +43,34 @@ pub struct ReplyHeader {
 }
 
 impl ReplyHeader {
+    /// Body length announced by `size`.
+    pub fn body_len(&self) -> usize {
+        (self.size as usize).saturating_sub(HEADER_SIZE)
+    }
+
+    /// Decode the first 256 bytes of `bytes`.
+    pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
+        let h = header_bytes(bytes, COMMAND_REPLY)?;
+        Ok(Self {
+            cluster: le!(u128, h, 32),
+            size: le!(u32, h, SIZE_OFFSET),
+            view: le!(u32, h, 52),
+            replica: h[61],
+            request_checksum: le!(u128, h, 128),
+            context: le!(u128, h, 144),
+            client: le!(u128, h, 160),
+            op: le!(u64, h, 176),
+            commit: le!(u64, h, 184),
+            timestamp: le!(u64, h, 192),
+            request: le!(u64, h, 200),
+            operation: operation_at(h, 208)?,
+            status: le!(u32, h, 216),
+        })
+    }
+}
+
+#[cfg(feature = "server")]
+impl ReplyHeader {
     /// A reply to `request` carrying `body_len` bytes of body.
     pub fn for_request(request: &RequestHeader, status: u32, commit: u64, body_len: usize) -> Self {
         Self {
@@ -55,11 +84,6 @@ impl ReplyHeader {
             status,
             ..Self::default()
         }
-    }
-
-    /// Body length announced by `size`.
-    pub fn body_len(&self) -> usize {
-        (self.size as usize).saturating_sub(HEADER_SIZE)
     }
 
     /// Append exactly 256 bytes.
@@ -84,26 +108,6 @@ impl ReplyHeader {
         out.put_bytes(0, 7);
         out.put_u32_le(self.status);
         out.put_bytes(0, 36);
-    }
-
-    /// Decode the first 256 bytes of `bytes`.
-    pub fn decode(bytes: &[u8]) -> Result<Self, WireError> {
-        let h = header_bytes(bytes, COMMAND_REPLY)?;
-        Ok(Self {
-            cluster: le!(u128, h, 32),
-            size: le!(u32, h, SIZE_OFFSET),
-            view: le!(u32, h, 52),
-            replica: h[61],
-            request_checksum: le!(u128, h, 128),
-            context: le!(u128, h, 144),
-            client: le!(u128, h, 160),
-            op: le!(u64, h, 176),
-            commit: le!(u64, h, 184),
-            timestamp: le!(u64, h, 192),
-            request: le!(u64, h, 200),
-            operation: operation_at(h, 208)?,
-            status: le!(u32, h, 216),
-        })
     }
 }
 

@@ -50,7 +50,10 @@ impl CreateStreamRequest {
     pub fn encoded_len(&self) -> usize {
         self.name.encoded_len()
     }
+}
 
+#[cfg(feature = "server")]
+impl CreateStreamRequest {
     /// Decode a whole body; a trailing options block is validated and dropped.
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader::new(body);
@@ -86,7 +89,10 @@ impl CreateTopicRequest {
     pub fn encoded_len(&self) -> usize {
         self.stream.encoded_len() + 4 + self.name.encoded_len() + self.options.len()
     }
+}
 
+#[cfg(feature = "server")]
+impl CreateTopicRequest {
     /// Decode a whole body; the options block is validated.
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader::new(body);
@@ -128,6 +134,7 @@ impl CreatePartitionsRequest {
         self.stream.encoded_len() + self.topic.encoded_len() + 4
     }
 }
+#[cfg(feature = "server")]
 whole_body!(CreatePartitionsRequest, "create partitions request", |r| {
     CreatePartitionsRequest {
         stream: Identifier::decode(&mut r)?,
@@ -154,6 +161,7 @@ impl GetStreamRequest {
         self.stream.encoded_len()
     }
 }
+#[cfg(feature = "server")]
 whole_body!(GetStreamRequest, "get stream request", |r| {
     GetStreamRequest {
         stream: Identifier::decode(&mut r)?,
@@ -181,6 +189,7 @@ impl GetTopicRequest {
         self.stream.encoded_len() + self.topic.encoded_len()
     }
 }
+#[cfg(feature = "server")]
 whole_body!(GetTopicRequest, "get topic request", |r| GetTopicRequest {
     stream: Identifier::decode(&mut r)?,
     topic: Identifier::decode(&mut r)?,
