@@ -4,12 +4,8 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use iggy_route_core::client::{Call, ClientError, stamp_origin_timestamps};
-use iggy_route_core::partitioning::Partitioning;
-use iggy_route_core::wire::{
-    Consumer, Identifier, Message, PollMessagesReply, PollingStrategy, StreamDetails, TopicDetails,
-};
-use iggy_route_core::{Config, PollRequest, Reply, Request, Router, SendReceipt, Stats};
+use iggy_route_core::client::{Call, ClientError};
+use iggy_route_core::{Config, Reply, Request, Router, Stats};
 use mio::{Poll, Waker};
 
 use crate::io_loop::{Command, IoLoop, WAKER};
@@ -55,6 +51,20 @@ fn stop_io_thread(shared: &Shared) {
     if let Some(thread) = thread {
         let _ = thread.join();
     }
+}
+
+/// Writes a blocking method of [`Client`] for each entry of
+/// [`for_each_operation!`](iggy_route_core::for_each_operation).
+macro_rules! methods {
+    ($(
+        $(#[$meta:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $answer:ty = $call:expr;
+    )*) => {$(
+        $(#[$meta])*
+        pub fn $name(&self, $($arg: $ty),*) -> Result<$answer, ClientError> {
+            self.run($call)
+        }
+    )*};
 }
 
 impl Client {
@@ -120,94 +130,7 @@ impl Client {
         Self::connect(Config::from_connection_string(value)?)
     }
 
-    /// Appends `messages` to the partition `partitioning` picks, on that partition's
-    /// primary. A message with id 0 gets a fresh id, and one with `origin_timestamp` 0 gets
-    /// the current time, as with the SDK.
-    pub fn send(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-        partitioning: Partitioning,
-        mut messages: Vec<Message>,
-    ) -> Result<SendReceipt, ClientError> {
-        stamp_origin_timestamps(&mut messages, unix_micros());
-        self.call(Call::send(stream, topic, partitioning, messages)?)
-    }
-
-    /// Reads up to `count` messages of one partition (or of the partition the server picks,
-    /// for `None`) without committing the consumer offset.
-    pub fn poll(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-        partition_id: Option<u32>,
-        consumer: Consumer,
-        strategy: PollingStrategy,
-        count: u32,
-    ) -> Result<PollMessagesReply, ClientError> {
-        let call = Call::poll(stream, topic, partition_id, consumer, strategy, count)?;
-        self.call(call)
-    }
-
-    /// A poll with every field given, including `auto_commit`.
-    pub fn poll_request(&self, request: PollRequest) -> Result<PollMessagesReply, ClientError> {
-        self.call(Call::poll_request(request))
-    }
-
-    /// Stores `consumer`'s offset on the partition's primary.
-    pub fn store_offset(
-        &self,
-        consumer: Consumer,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-        partition_id: u32,
-        offset: u64,
-    ) -> Result<(), ClientError> {
-        let call = Call::store_offset(consumer, stream, topic, partition_id, offset)?;
-        self.call(call)
-    }
-
-    /// Creates a stream.
-    pub fn create_stream(&self, name: &str) -> Result<StreamDetails, ClientError> {
-        self.call(Call::create_stream(name)?)
-    }
-
-    /// Creates a topic with `partitions_count` partitions.
-    pub fn create_topic(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        name: &str,
-        partitions_count: u32,
-    ) -> Result<TopicDetails, ClientError> {
-        self.call(Call::create_topic(stream, name, partitions_count)?)
-    }
-
-    /// Adds `partitions_count` partitions to a topic.
-    pub fn create_partitions(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-        partitions_count: u32,
-    ) -> Result<(), ClientError> {
-        self.call(Call::create_partitions(stream, topic, partitions_count)?)
-    }
-
-    /// A stream's details, or `None` when there is no such stream.
-    pub fn get_stream(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<Option<StreamDetails>, ClientError> {
-        self.call(Call::get_stream(stream)?)
-    }
-
-    /// A topic's details, or `None` when there is no such topic.
-    pub fn get_topic(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<Option<TopicDetails>, ClientError> {
-        self.call(Call::get_topic(stream, topic)?)
-    }
+    iggy_route_core::for_each_operation!(methods);
 
     /// Counters since the client connected: sends, refusals, lookups, reconnects, session
     /// moves.
@@ -230,8 +153,10 @@ impl Client {
         self.request_within(request, None)
     }
 
-    /// Submits the call's request and reads the reply as the operation expects.
-    fn call<T>(&self, call: Call<T>) -> Result<T, ClientError> {
+    /// Every listed operation's method ends here: stamps the call with the adapter's clock,
+    /// submits its request and reads the reply as the operation expects.
+    fn run<T>(&self, mut call: Call<T>) -> Result<T, ClientError> {
+        call.stamp_origin_timestamps(unix_micros());
         let Call { request, reply } = call;
         reply.extract(self.request(request)?)
     }

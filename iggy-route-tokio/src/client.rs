@@ -3,12 +3,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use iggy_route_core::client::{Call, ClientError, stamp_origin_timestamps};
-use iggy_route_core::partitioning::Partitioning;
-use iggy_route_core::wire::{
-    Consumer, Identifier, Message, PollMessagesReply, PollingStrategy, StreamDetails, TopicDetails,
-};
-use iggy_route_core::{Config, PollRequest, Reply, Request, Router, SendReceipt, Stats};
+use iggy_route_core::client::{Call, ClientError};
+use iggy_route_core::{Config, Reply, Request, Router, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, info_span};
 
@@ -27,6 +23,20 @@ const CONNECT_ATTEMPTS: u32 = 3;
 pub struct Client {
     commands: mpsc::Sender<Command>,
     stats: Arc<Mutex<Stats>>,
+}
+
+/// Writes an async method of [`Client`] for each entry of
+/// [`for_each_operation!`](iggy_route_core::for_each_operation).
+macro_rules! methods {
+    ($(
+        $(#[$meta:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $answer:ty = $call:expr;
+    )*) => {$(
+        $(#[$meta])*
+        pub async fn $name(&self, $($arg: $ty),*) -> Result<$answer, ClientError> {
+            self.run($call).await
+        }
+    )*};
 }
 
 impl Client {
@@ -72,100 +82,7 @@ impl Client {
         Self::connect(Config::from_connection_string(value)?).await
     }
 
-    /// Appends `messages` to the partition `partitioning` picks, on that partition's
-    /// primary. A message with id 0 gets a fresh id, and one with `origin_timestamp` 0 gets
-    /// the current time, as with the SDK.
-    pub async fn send(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-        partitioning: Partitioning,
-        mut messages: Vec<Message>,
-    ) -> Result<SendReceipt, ClientError> {
-        stamp_origin_timestamps(&mut messages, unix_micros());
-        self.call(Call::send(stream, topic, partitioning, messages)?)
-            .await
-    }
-
-    /// Reads up to `count` messages of one partition (or of the partition the server picks,
-    /// for `None`) without committing the consumer offset.
-    pub async fn poll(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-        partition_id: Option<u32>,
-        consumer: Consumer,
-        strategy: PollingStrategy,
-        count: u32,
-    ) -> Result<PollMessagesReply, ClientError> {
-        let call = Call::poll(stream, topic, partition_id, consumer, strategy, count)?;
-        self.call(call).await
-    }
-
-    /// A poll with every field given, including `auto_commit`.
-    pub async fn poll_request(
-        &self,
-        request: PollRequest,
-    ) -> Result<PollMessagesReply, ClientError> {
-        self.call(Call::poll_request(request)).await
-    }
-
-    /// Stores `consumer`'s offset on the partition's primary.
-    pub async fn store_offset(
-        &self,
-        consumer: Consumer,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-        partition_id: u32,
-        offset: u64,
-    ) -> Result<(), ClientError> {
-        let call = Call::store_offset(consumer, stream, topic, partition_id, offset)?;
-        self.call(call).await
-    }
-
-    /// Creates a stream.
-    pub async fn create_stream(&self, name: &str) -> Result<StreamDetails, ClientError> {
-        self.call(Call::create_stream(name)?).await
-    }
-
-    /// Creates a topic with `partitions_count` partitions.
-    pub async fn create_topic(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        name: &str,
-        partitions_count: u32,
-    ) -> Result<TopicDetails, ClientError> {
-        self.call(Call::create_topic(stream, name, partitions_count)?)
-            .await
-    }
-
-    /// Adds `partitions_count` partitions to a topic.
-    pub async fn create_partitions(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-        partitions_count: u32,
-    ) -> Result<(), ClientError> {
-        self.call(Call::create_partitions(stream, topic, partitions_count)?)
-            .await
-    }
-
-    /// A stream's details, or `None` when there is no such stream.
-    pub async fn get_stream(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<Option<StreamDetails>, ClientError> {
-        self.call(Call::get_stream(stream)?).await
-    }
-
-    /// A topic's details, or `None` when there is no such topic.
-    pub async fn get_topic(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<Option<TopicDetails>, ClientError> {
-        self.call(Call::get_topic(stream, topic)?).await
-    }
+    iggy_route_core::for_each_operation!(methods);
 
     /// Counters since the client connected: sends, refusals, lookups, reconnects, session
     /// moves.
@@ -192,8 +109,10 @@ impl Client {
         answer.await.map_err(|_| ClientError::Closed)?
     }
 
-    /// Submits the call's request and reads the reply as the operation expects.
-    async fn call<T>(&self, call: Call<T>) -> Result<T, ClientError> {
+    /// Every listed operation's method ends here: stamps the call with the adapter's clock,
+    /// submits its request and reads the reply as the operation expects.
+    async fn run<T>(&self, mut call: Call<T>) -> Result<T, ClientError> {
+        call.stamp_origin_timestamps(unix_micros());
         let Call { request, reply } = call;
         reply.extract(self.request(request).await?)
     }

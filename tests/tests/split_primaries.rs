@@ -313,6 +313,11 @@ fn keyed_messages_over_three_primaries_are_admitted_once_in_order(
                 stored.id
             );
             assert_eq!(stored.payload, format!("payload {}", stored.id).as_bytes());
+            assert_ne!(
+                stored.origin_timestamp, 0,
+                "message {} was sent without a timestamp: the adapter stamps it",
+                stored.id
+            );
             let last = last_by_producer.insert(stored.id / 1_000_000, stored.id);
             assert!(
                 last < Some(stored.id),

@@ -1,10 +1,11 @@
 //! Each client operation as a [`Call`]: the [`Request`] to submit, paired with the one reply
 //! kind that answers it. Pairing them here keeps both adapters from reading a reply as the
-//! wrong operation's, and leaves each adapter method a single line.
+//! wrong operation's, and leaves each adapter method a single line, which
+//! [`for_each_operation!`](crate::for_each_operation) writes for both.
 
 use std::fmt;
 
-use super::{ClientError, identifier};
+use super::{ClientError, identifier, stamp_origin_timestamps};
 use crate::partitioning::Partitioning;
 use crate::wire::{
     Consumer, Identifier, Message, Name, PollMessagesReply, PollingStrategy, StreamDetails,
@@ -62,11 +63,20 @@ impl<T> Call<T> {
             reply: ExpectedReply { operation, extract },
         }
     }
+
+    /// Gives the messages of a send that have no producer timestamp `now_micros` (µs since
+    /// the Unix epoch; see [`stamp_origin_timestamps`]). Other requests carry no timestamps
+    /// and are left as they are, so an adapter can stamp every call it submits.
+    pub fn stamp_origin_timestamps(&mut self, now_micros: u64) {
+        if let Request::Send(send) = &mut self.request {
+            stamp_origin_timestamps(&mut send.messages, now_micros);
+        }
+    }
 }
 
 impl Call<SendReceipt> {
-    /// Appends `messages` to the partition `partitioning` picks. Stamp the messages first
-    /// ([`super::stamp_origin_timestamps`]): the time is the adapter's to read.
+    /// Appends `messages` to the partition `partitioning` picks. Stamp the call before
+    /// submitting it ([`Call::stamp_origin_timestamps`]): the time is the adapter's to read.
     pub fn send(
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,

@@ -2,9 +2,15 @@
 //! each operation as a [`Call`] (request and reply kind), and the small conversions both
 //! transports need. The adapters keep their transports, the clock and the process id: the
 //! functions here take time and entropy as arguments.
+//!
+//! The operations both clients expose are one list,
+//! [`for_each_operation!`](crate::for_each_operation), that each adapter turns into methods
+//! (async on tokio, blocking on mio). To add an operation, add one entry to the list (and
+//! its [`Call`] constructor); both clients gain the method.
 
 mod call;
 mod error;
+mod operations;
 
 #[cfg(test)]
 mod tests;

@@ -196,6 +196,27 @@ fn stamp_origin_timestamps_fills_only_zeros() {
 }
 
 #[test]
+fn stamping_a_call_stamps_a_send_and_leaves_other_requests_alone() {
+    let stamped = Message {
+        origin_timestamp: 42,
+        ..Message::default()
+    };
+    let messages = vec![Message::default(), stamped];
+    let mut call = Call::send(1u32, 2u32, Partitioning::balanced(), messages).unwrap();
+    call.stamp_origin_timestamps(1_000);
+    let Request::Send(send) = &call.request else {
+        panic!("not a send: {:?}", call.request);
+    };
+    let stamps: Vec<u64> = send.messages.iter().map(|m| m.origin_timestamp).collect();
+    assert_eq!(stamps, [1_000, 42]);
+
+    let mut call = Call::store_offset(consumer(), 1u32, 2u32, 3, 99).unwrap();
+    let before = format!("{:?}", call.request);
+    call.stamp_origin_timestamps(1_000);
+    assert_eq!(format!("{:?}", call.request), before);
+}
+
+#[test]
 fn connect_errors_tell_unreachable_from_other() {
     let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
     assert_eq!(connect_error(&refused), ConnectError::Unreachable);
