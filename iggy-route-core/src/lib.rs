@@ -35,6 +35,39 @@
 //! - [`client`]: what the adapters' clients share without doing I/O: their error type and
 //!   each operation's request and expected reply.
 //!
+//! Values flow one way. The router (the parent) owns the links, the requests and their
+//! payloads; it hands the routing layer (the child) typed facts and answers and drains its
+//! decisions. The routing layer never calls the router, never holds a payload and never
+//! encodes.
+//!
+//! # One send, start to end
+//! A steady-state send (the partition's route known, a data link to its primary idle)
+//! visits each layer once on the way out and once on the way back:
+//! 1. The adapter's `send` builds a [`client::Call`] and calls [`Router::submit`] with
+//!    the [`Request`]. The router checks its shape (`Request::validate`), stamps message
+//!    ids, and keeps it in its request table.
+//! 2. It hands the request's [`routing::RequestFacts`] to [`routing::Routing::admit`]. The
+//!    routing layer resolves the partition against the topic's cached count, queues the
+//!    request in the partition's lane and, the lane being free and its route fresh,
+//!    releases it: one [`routing::Decision::Write`] naming the node and the partition.
+//! 3. The router finishes the input in one turn: it applies the decision (the request
+//!    joins the node's ready queue), writes it on the node's idle data link (encoded from
+//!    its own copy of the request, framed with that link's identity) and queues one
+//!    [`Output::Transmit`]. The link's reply deadline is filed in the timer index, which
+//!    [`Router::poll_timeout`] reads.
+//! 4. The reply arrives as [`Router::handle_read`]: the frame is matched to the exchange
+//!    in flight, decoded into the caller's [`Reply`] (kept by the router), and reported to
+//!    routing as [`routing::Attempt::Done`] with what routing needs of it
+//!    ([`routing::Served`]).
+//! 5. The routing layer confirms the route, frees the lane (releasing the next request, if
+//!    any) and decides [`routing::Decision::Completed`]; the router applies it in the same
+//!    input's turn and queues [`Output::Completed`] with the kept reply, which the adapter
+//!    hands to the waiting caller.
+//!
+//! A refusal (58) takes the same path back with [`routing::Attempt::Refused`]: routing
+//! drops the route and decides a lookup (or the next node) at once, and the request goes
+//! out again from step 3.
+//!
 //! # Cargo features
 //! Neither is on by default, and a client needs neither.
 //! - `server`: the server half of the [`wire`] codec (request decoders, reply encoders

@@ -26,6 +26,7 @@ mod facts;
 mod inputs;
 pub(crate) mod lane;
 mod topics;
+mod values;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -33,7 +34,7 @@ use std::time::{Duration, Instant};
 use tracing::trace;
 
 use crate::config::{Config, Delivery, PollFrom};
-use crate::event::{Event, Stats};
+use crate::event::Stats;
 use crate::ids::{NodeId, PartitionKey, RequestId, TopicKey};
 use crate::request::{RequestError, SubmitError};
 use crate::rng::Rng;
@@ -42,110 +43,9 @@ pub use facts::{OwnWrite, PartitionChoice, RequestFacts, RequestKind, Served};
 use lane::Lane;
 pub use lane::LaneKey;
 use topics::TopicState;
-
-/// Where a released request is to be written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Target {
-    /// On a data link to this node.
-    Node(NodeId),
-    /// On the coordinator link (reads that any node serves).
-    Coordinator,
-}
-
-/// What the routing layer wants done.
-#[derive(Debug)]
-#[must_use = "a decision left undone strands its request"]
-pub enum Decision {
-    /// Write this request (its next attempt) to the target.
-    Write {
-        /// The request.
-        request: RequestId,
-        /// Where.
-        target: Target,
-        /// The partition chosen for it (requests of a partition's lane).
-        partition: Option<u32>,
-    },
-    /// Ask the coordinator who the partition's primary is (`GET_POLL_ROUTING`, 103).
-    FetchRoute {
-        /// The partition.
-        partition: PartitionKey,
-    },
-    /// Read the topic's partition count (`GET_TOPIC`, 300).
-    FetchTopic {
-        /// The topic.
-        topic: TopicKey,
-    },
-    /// Read the roster (`GET_CLUSTER_METADATA`, 12) for the metadata leader.
-    FetchRoster,
-    /// The request is over: `Ok` with the answer of its last served attempt.
-    Completed {
-        /// The request.
-        request: RequestId,
-        /// How it ended.
-        outcome: Result<(), RequestError>,
-    },
-    /// Something to report.
-    Event(Event),
-}
-
-/// What one attempt of a request came to, as the link layer saw it.
-#[derive(Debug)]
-pub enum Attempt {
-    /// The node admitted and answered it; what the answer says, as far as routing cares.
-    Done(Served),
-    /// The node refused it: never admitted (status 58).
-    Refused,
-    /// It never reached a node that could answer (no link, or a read whose link closed):
-    /// safe to write again.
-    NotSent,
-    /// The link closed with it in flight: it may or may not have been admitted.
-    Unknown,
-    /// A final answer: the request fails with this error.
-    Failed(RequestError),
-}
-
-/// What a route lookup came to.
-#[derive(Debug)]
-pub enum RouteAnswer {
-    /// The partition's primary, under this metadata watermark.
-    Primary {
-        /// The node.
-        node: NodeId,
-        /// The watermark it was learned under.
-        watermark: u64,
-    },
-    /// The cluster does not have the routing commands (or will not let us use them).
-    Unsupported,
-    /// No answer this time (58, or the coordinator link failed): look up again later.
-    Unavailable,
-    /// The partition (or its topic) does not exist, or another final error.
-    Failed(RequestError),
-}
-
-/// What a topic read came to.
-#[derive(Debug)]
-pub enum TopicAnswer {
-    /// The topic exists with this many partitions.
-    Found {
-        /// Its partition count.
-        partitions_count: u32,
-    },
-    /// No such stream or topic.
-    NotFound,
-    /// No answer this time: read it again later.
-    Unavailable,
-}
-
-/// Whether the cluster answers the routing commands (14, 103, 104, 123).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RoutingCommands {
-    /// Not known yet: assume they exist until a lookup says otherwise.
-    Unknown,
-    /// A lookup succeeded.
-    Supported,
-    /// Answered with `InvalidCommand` / `FeatureUnavailable`: discovery by refusal.
-    Unsupported,
-}
+pub use values::{
+    Attempt, Decision, RouteAnswer, RoutingCommands, RoutingTimer, Target, TopicAnswer,
+};
 
 /// One request from submit to completion.
 #[derive(Debug)]
@@ -171,24 +71,6 @@ pub(crate) enum Place {
     Lane(LaneKey),
     /// Released to the coordinator.
     Coordinator,
-}
-
-/// Why the routing layer wants `handle_timeout` called.
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RoutingTimer {
-    /// Decisions are queued: drain them now.
-    Decisions,
-    /// A request's deadline.
-    RequestDeadline,
-    /// A coordinator read is to be asked again.
-    ReadRetry,
-    /// A lane's backoff ends.
-    LaneBackoff,
-    /// A backing-off lane's route is to be looked up again.
-    RouteRecheck,
-    /// A topic's partition count is to be read again.
-    TopicRetry,
 }
 
 /// A deadline of the routing layer.
