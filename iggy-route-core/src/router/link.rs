@@ -8,6 +8,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::event::LinkRole;
 use crate::ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
 use crate::routing::Target;
+
+use super::timer::TimerKind;
 use crate::wire::{FrameDecoder, HEADER_SIZE, Operation, RequestHeader, request_checksum};
 
 /// Where a link is in its life.
@@ -112,6 +114,8 @@ pub(crate) struct Link {
     /// Last real request (not a heartbeat): data links idle past their timeout are closed.
     pub(crate) last_used: Instant,
     pub(crate) attached: Option<Attachment>,
+    /// Its next deadline and what for, as filed in the router's timer index.
+    pub(crate) filed: Option<(Instant, TimerKind)>,
 }
 
 impl Link {
@@ -137,6 +141,7 @@ impl Link {
             last_sent: now,
             last_used: now,
             attached: None,
+            filed: None,
         }
     }
 

@@ -16,10 +16,9 @@ use crate::ids::LinkId;
 #[derive(Debug, Default)]
 pub(super) struct LinkTable {
     links: BTreeMap<LinkId, Link>,
-    /// Each link's next deadline as last filed, earliest first.
+    /// Each link's next deadline as last filed (also kept in `Link::filed`), earliest
+    /// first.
     due: BTreeSet<(Instant, LinkId)>,
-    /// What each link's entry in `due` is for.
-    filed: BTreeMap<LinkId, (Instant, TimerKind)>,
     /// Links changed since the last refile (may repeat, or name links gone since).
     changed: Vec<LinkId>,
 }
@@ -32,7 +31,9 @@ impl LinkTable {
     /// The link, to change: its deadline is filed again at the next refile.
     pub(super) fn get_mut(&mut self, id: &LinkId) -> Option<&mut Link> {
         let link = self.links.get_mut(id)?;
-        self.changed.push(*id);
+        if self.changed.last() != Some(id) {
+            self.changed.push(*id);
+        }
         Some(link)
     }
 
@@ -42,16 +43,19 @@ impl LinkTable {
         self.changed.push(id);
     }
 
-    pub(super) fn insert(&mut self, id: LinkId, link: Link) {
+    pub(super) fn insert(&mut self, id: LinkId, mut link: Link) {
+        // Not in the index (a link put back after removal is filed anew).
+        link.filed = None;
         self.changed.push(id);
         self.links.insert(id, link);
     }
 
     pub(super) fn remove(&mut self, id: &LinkId) -> Option<Link> {
-        if let Some((at, _)) = self.filed.remove(id) {
+        let link = self.links.remove(id)?;
+        if let Some((at, _)) = link.filed {
             self.due.remove(&(at, *id));
         }
-        self.links.remove(id)
+        Some(link)
     }
 
     pub(super) fn contains_key(&self, id: &LinkId) -> bool {
@@ -73,18 +77,20 @@ impl LinkTable {
     /// Files again the deadline of every link changed since the last refile.
     pub(super) fn refile(&mut self, deadline: impl Fn(&Link) -> Option<(Instant, TimerKind)>) {
         for id in self.changed.drain(..) {
-            let next = self.links.get(&id).and_then(&deadline);
-            let before = self.filed.get(&id).copied();
+            let Some(link) = self.links.get_mut(&id) else {
+                continue;
+            };
+            let next = deadline(link);
+            let before = link.filed;
             if before == next {
                 continue;
             }
+            link.filed = next;
             if let Some((at, _)) = before {
                 self.due.remove(&(at, id));
-                self.filed.remove(&id);
             }
-            if let Some((at, kind)) = next {
+            if let Some((at, _)) = next {
                 self.due.insert((at, id));
-                self.filed.insert(id, (at, kind));
             }
         }
     }
@@ -97,7 +103,7 @@ impl LinkTable {
     /// The earliest filed deadline, with its link and reason.
     pub(super) fn next(&self) -> Option<(Instant, TimerKind)> {
         let (_, id) = self.due.first()?;
-        self.filed.get(id).copied()
+        self.links.get(id).and_then(|link| link.filed)
     }
 
     /// The links whose filed deadline is at or before `now`, in link id order.

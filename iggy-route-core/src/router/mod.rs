@@ -291,11 +291,15 @@ impl Router {
         self.run_turns(now);
         self.routing.handle_timeout(now);
         self.refile_links();
-        if self.links.next().is_some_and(|(at, _)| at <= now) {
+        let links_due = self.links.next().is_some_and(|(at, _)| at <= now);
+        if links_due {
             self.link_timers(now);
         }
-        self.run_turns(now);
-        self.refile_links();
+        // The first turns left nothing to do; only what fell due since needs more.
+        if links_due || self.routing.has_decisions() {
+            self.run_turns(now);
+            self.refile_links();
+        }
     }
 
     /// Files the next deadline of every link changed by this input.

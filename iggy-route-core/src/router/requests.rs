@@ -54,7 +54,13 @@ impl Router {
     /// A request is over: the caller gets the reply kept for it, or the error.
     pub(super) fn finish_request(&mut self, id: RequestId, outcome: Result<(), RequestError>) {
         let entry = self.requests.remove(&id);
-        if let Some(link) = entry.as_ref().and_then(|entry| entry.link) {
+        if let Some(link) = entry.as_ref().and_then(|entry| entry.link)
+            && self
+                .links
+                .get(&link)
+                .and_then(|link| link.in_flight.as_ref())
+                .is_some_and(|in_flight| in_flight.replay_at.is_some())
+        {
             // A replay waiting on that link was bounded by this request's deadline.
             self.links.touch(link);
         }

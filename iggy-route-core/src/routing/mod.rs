@@ -276,6 +276,12 @@ impl Routing {
         self.decisions.pop_front()
     }
 
+    /// Whether decisions are queued.
+    #[must_use]
+    pub fn has_decisions(&self) -> bool {
+        !self.decisions.is_empty()
+    }
+
     /// When `handle_timeout` is next due: `None` when nothing is scheduled.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
