@@ -15,7 +15,7 @@ use iggy_route_core::{
 };
 use mio::event::Event as Readiness;
 use mio::{Events, Poll, Token};
-use tracing::{debug, debug_span, error};
+use tracing::{debug, debug_span, error, trace};
 
 use crate::connection::{ConnectState, Connection};
 use crate::resolve::{Resolution, Resolver};
@@ -91,8 +91,15 @@ impl IoLoop {
             let timeout = if commands_left {
                 Some(Duration::ZERO)
             } else {
-                let deadline = self.router.poll_timeout();
-                deadline.map(|at| at.saturating_duration_since(Instant::now()))
+                let next = self.router.next_timer();
+                if let Some((at, reason)) = next {
+                    trace!(
+                        ?reason,
+                        in_ms = at.saturating_duration_since(Instant::now()).as_millis(),
+                        "next wake-up"
+                    );
+                }
+                next.map(|(at, _)| at.saturating_duration_since(Instant::now()))
             };
             if let Err(error) = self.poll.poll(&mut events, timeout) {
                 if error.kind() == io::ErrorKind::Interrupted {

@@ -10,7 +10,7 @@ use iggy_route_core::client::{ClientError, session_signal};
 use iggy_route_core::{CloseReason, LinkId, Output, Reply, Request, RequestId, Router, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tracing::{Instrument, debug_span, error};
+use tracing::{Instrument, debug_span, error, trace};
 
 use crate::connection::{self, IoEvent};
 
@@ -94,7 +94,15 @@ impl Driver {
                 inputs = 0;
             }
             inputs += 1;
-            let deadline = self.router.poll_timeout();
+            let next = self.router.next_timer();
+            if let Some((at, reason)) = next {
+                trace!(
+                    ?reason,
+                    in_ms = at.saturating_duration_since(Instant::now()).as_millis(),
+                    "next wake-up"
+                );
+            }
+            let deadline = next.map(|(at, _)| at);
             // tokio's coop budget can keep an expired `Sleep` pending: trust the clock.
             if deadline.is_some_and(|at| Instant::now() >= at) {
                 self.router.handle_timeout(Instant::now());

@@ -139,13 +139,13 @@ impl Simulation {
 
     fn check_deadline(&self, index: usize, after_timeout: bool) {
         let now = self.instant();
-        let Some(deadline) = self.routers[index].poll_timeout() else {
+        let Some((deadline, reason)) = self.routers[index].next_timer() else {
             return;
         };
         if deadline < now || (after_timeout && deadline == now) {
             self.fail(format_args!(
-                "router {index} asks for a timeout at {:?} after a full drain at {:?} \
-                 (after handle_timeout: {after_timeout})",
+                "router {index} asks for a timeout ({reason:?}) at {:?} after a full drain at \
+                 {:?} (after handle_timeout: {after_timeout})",
                 deadline.saturating_duration_since(self.base),
                 self.now
             ));
