@@ -80,8 +80,14 @@ async fn connect(addr: &str) -> Result<TcpStream, ConnectError> {
 }
 
 async fn read_loop(link: LinkId, mut read: OwnedReadHalf, events: mpsc::Sender<IoEvent>) {
+    // One buffer for the link's life: each read's bytes are split off it, and its room is
+    // topped up only when it runs low (in place once the driver has dropped the earlier
+    // reads), so a peer that trickles bytes does not cost an allocation per read.
+    let mut buffer = BytesMut::with_capacity(READ_CHUNK);
     loop {
-        let mut buffer = BytesMut::with_capacity(READ_CHUNK);
+        if buffer.capacity() < READ_CHUNK / 4 {
+            buffer.reserve(READ_CHUNK);
+        }
         let reason = match read.read_buf(&mut buffer).await {
             Ok(0) => CloseReason::Peer,
             Ok(len) => {
@@ -90,7 +96,7 @@ async fn read_loop(link: LinkId, mut read: OwnedReadHalf, events: mpsc::Sender<I
                 if events
                     .send(IoEvent::Read {
                         link,
-                        bytes: buffer,
+                        bytes: buffer.split(),
                     })
                     .await
                     .is_err()
