@@ -162,7 +162,12 @@ impl Simulation {
                     .state
                     .catalog
                     .partition(Lookup::Id(topic.stream), Lookup::Id(topic.topic), partition)
-                    .map_or(&[][..], |found| found.log.as_slice())
+                    .map_or(&[][..], |found| {
+                        // A simulation stores far less than the payload window.
+                        found.log.complete().unwrap_or_else(|| {
+                            panic!("the simulation's log outgrew the payload window")
+                        })
+                    })
             })
             .collect();
         let mut result = Ok(());

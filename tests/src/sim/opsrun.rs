@@ -15,7 +15,13 @@ fn log_in(nodes: &SimNodes, topic: SimTopic, partition: u32) -> &[StoredMessage]
         .state
         .catalog
         .partition(Lookup::Id(topic.stream), Lookup::Id(topic.topic), partition)
-        .map_or(&[][..], |found| found.log.as_slice())
+        .map_or(&[][..], |found| {
+            // A simulation stores far less than the payload window.
+            found
+                .log
+                .complete()
+                .unwrap_or_else(|| panic!("the simulation's log outgrew the payload window"))
+        })
 }
 
 /// The stored offset of numeric consumer `consumer` on `partition` of `topic`.
