@@ -211,10 +211,11 @@ async fn read_back(
     );
 }
 
-/// The process's peak resident memory (`VmHWM`), in KiB, where Linux reports it.
-fn peak_rss_kib() -> Option<u64> {
+/// The process's resident memory (`VmRSS:`) or its peak (`VmHWM:`), in KiB, where Linux
+/// reports it.
+fn rss_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|line| line.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -277,6 +278,16 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
         let mut stopped: Option<(usize, u32)> = None;
         for tick in 0..seconds * 4 {
             tokio::time::sleep(Duration::from_millis(250)).await;
+            // Every 30 s, how much is stored against how much memory is resident: the soak's
+            // evidence that memory stays flat while the log grows.
+            if tick % 120 == 119 {
+                let stored: u64 = (0..PARTITIONS).map(|p| cluster.partition_len(STREAM, TOPIC, p)).sum();
+                println!(
+                    "chaos: at {} s, {stored} stored, RSS {} MiB",
+                    (tick + 1) / 4,
+                    rss_kib("VmRSS:").map_or_else(|| "unknown".to_owned(), |kib| (kib / 1024).to_string())
+                );
+            }
             if let Some((node, since)) = stopped
                 && tick - u64::from(since) >= 4
             {
@@ -344,7 +355,7 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
             stats.reconnects,
             totals.read,
             cluster.total_refusals(),
-            peak_rss_kib().map_or_else(|| "unknown".to_owned(), |kib| (kib / 1024).to_string()),
+            rss_kib("VmHWM:").map_or_else(|| "unknown".to_owned(), |kib| (kib / 1024).to_string()),
         );
         client.shutdown().await;
         cluster.shutdown().await;
