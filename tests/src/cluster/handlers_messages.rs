@@ -378,6 +378,32 @@ mod tests {
     }
 
     #[test]
+    fn a_dropped_payload_is_refused_unless_it_can_be_rebuilt_exactly() {
+        let mut state = cluster(1);
+        // No payload window at all: every payload is dropped as soon as it is stored.
+        state.retention.payload_bytes = 0;
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        let body = send_body(stream, topic, 0, &["a", "b"]);
+        client.write(&mut state, Operation::SendMessages, body);
+        let poll = || poll_body(stream, topic, 0, false);
+        let refused = client.read(&mut state, code::POLL_MESSAGES, poll());
+        assert_eq!(refused.status(), ErrorCode::InvalidOffset.as_u32());
+        // `send_body` numbers its messages from 1: a generator that knows that rebuilds them.
+        state.retention.regenerate = Some(std::sync::Arc::new(|id| {
+            Bytes::from(if id == 1 { "a" } else { "b" })
+        }));
+        let served = client.read(&mut state, code::POLL_MESSAGES, poll()).body();
+        let reply = PollMessagesReply::decode(&served).unwrap();
+        let payloads: Vec<Bytes> = reply.messages.iter().map(|m| m.payload.clone()).collect();
+        assert_eq!(payloads, vec![Bytes::from("a"), Bytes::from("b")]);
+        // A generator that does not give back the stored bytes is caught by the checksum.
+        state.retention.regenerate = Some(std::sync::Arc::new(|_| Bytes::from("a")));
+        let wrong = client.read(&mut state, code::POLL_MESSAGES, poll());
+        assert_eq!(wrong.status(), ErrorCode::InvalidOffset.as_u32());
+    }
+
+    #[test]
     fn sends_to_unknown_partitions_are_resource_not_found() {
         let mut state = cluster(1);
         let (stream, topic) = seed_topic(&mut state, 1);

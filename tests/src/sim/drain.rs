@@ -163,10 +163,11 @@ impl Simulation {
                     .catalog
                     .partition(Lookup::Id(topic.stream), Lookup::Id(topic.topic), partition)
                     .map_or(&[][..], |found| {
-                        // A simulation stores far less than the payload window.
-                        found.log.complete().unwrap_or_else(|| {
-                            panic!("the simulation's log outgrew the payload window")
-                        })
+                        // The simulation's cluster holds every payload (`SimNodes::new`).
+                        found
+                            .log
+                            .complete()
+                            .unwrap_or_else(|| panic!("the simulation's cluster dropped a payload"))
                     })
             })
             .collect();

@@ -16,11 +16,11 @@ fn log_in(nodes: &SimNodes, topic: SimTopic, partition: u32) -> &[StoredMessage]
         .catalog
         .partition(Lookup::Id(topic.stream), Lookup::Id(topic.topic), partition)
         .map_or(&[][..], |found| {
-            // A simulation stores far less than the payload window.
+            // The simulation's cluster holds every payload (`SimNodes::new`).
             found
                 .log
                 .complete()
-                .unwrap_or_else(|| panic!("the simulation's log outgrew the payload window"))
+                .unwrap_or_else(|| panic!("the simulation's cluster dropped a payload"))
         })
 }
 
