@@ -3,11 +3,14 @@
 //! seconds and connections are dropped. At the end every acknowledged message is read back
 //! exactly once, in order per partition and producer, and nothing is ever stored twice.
 //!
-//! `CHAOS_SECONDS` sets the length of the chaos phase (default 4, short for CI; try 120).
+//! `CHAOS_SECONDS` sets the length of the chaos phase (default 4, short for CI; the soak is
+//! 600). Memory stays flat however long it runs: the producers' books hold one outcome per
+//! batch, the checks stream through the log in chunks, and the cluster holds payloads only
+//! for a window, rebuilding older ones from the message id (each payload is a function of
+//! its id) and checking them against the checksum it kept.
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +18,7 @@ use bytes::Bytes;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, Message, PollingStrategy};
 use iggy_route_core::{Config, RequestError};
-use iggy_route_tests::cluster::TestCluster;
+use iggy_route_tests::cluster::{ClusterConfig, Retention, TestCluster};
 use iggy_route_tokio::{Client, ClientError};
 
 const NODES: usize = 3;
@@ -28,23 +31,33 @@ const PARTITIONS: u32 = 6;
 const PRODUCERS: u64 = 4;
 const BATCH: u64 = 10;
 
-/// What the producers were told about each message they sent.
-#[derive(Debug, Default)]
-struct Ledger {
-    /// Acknowledged message ids per partition, in acknowledgement order per producer.
-    acknowledged: BTreeMap<u32, Vec<u128>>,
-    /// Ids whose outcome is unknown (link lost in flight, or timed out in flight).
-    unknown: BTreeSet<u128>,
-    /// Sends that failed for another reason (before anything was written).
-    failed: u64,
+/// What a producer was told about one of its batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Told {
+    Acknowledged,
+    /// Link lost in flight, or timed out in flight: stored once or not at all.
+    Unknown,
+    /// Failed for another reason, before anything was written.
+    Failed,
+}
+
+/// One producer's books: what it was told about each batch, by batch number (its
+/// sequence / [`BATCH`]). A byte per batch instead of 16 per id, so a 10-minute run's
+/// books stay in the megabytes.
+type Books = Vec<Told>;
+
+/// The partition batch `batch` of `producer` went to.
+fn partition_of(producer: u64, batch: u64) -> u32 {
+    u32::try_from((producer + batch) % u64::from(PARTITIONS)).unwrap()
+}
+
+/// The payload of message `id`: a function of the id, so the cluster can rebuild it.
+fn payload_of(id: u128) -> Bytes {
+    Bytes::from(format!("p{}-{id}", (id >> 64).saturating_sub(1)))
 }
 
 fn message_id(producer: u64, sequence: u64) -> u128 {
     (u128::from(producer + 1) << 64) | u128::from(sequence)
-}
-
-fn producer_of(id: u128) -> u64 {
-    u64::try_from(id >> 64).unwrap() - 1
 }
 
 /// A tiny seeded generator, so that a failing run can be repeated with its seed.
@@ -59,29 +72,22 @@ impl Dice {
     }
 }
 
-async fn produce(
-    client: Client,
-    producer: u64,
-    stop: Arc<Mutex<bool>>,
-    ledger: Arc<Mutex<Ledger>>,
-) {
-    let mut sequence = 0u64;
+async fn produce(client: Client, producer: u64, stop: Arc<Mutex<bool>>) -> Books {
+    let mut books = Books::new();
     while !*stop.lock().unwrap() {
         // Each producer keeps to its own partitions' order by sending one batch at a time.
-        let partition =
-            u32::try_from((producer + sequence / BATCH) % u64::from(PARTITIONS)).unwrap();
-        let ids: Vec<u128> = (0..BATCH)
-            .map(|i| message_id(producer, sequence + i))
-            .collect();
-        let messages = ids
-            .iter()
-            .map(|&id| Message {
-                id,
-                payload: Bytes::from(format!("p{producer}-{id}")),
-                ..Message::default()
+        let batch = books.len() as u64;
+        let partition = partition_of(producer, batch);
+        let messages = (0..BATCH)
+            .map(|i| {
+                let id = message_id(producer, batch * BATCH + i);
+                Message {
+                    id,
+                    payload: payload_of(id),
+                    ..Message::default()
+                }
             })
             .collect();
-        sequence += BATCH;
         let outcome = client
             .send(
                 STREAM,
@@ -90,35 +96,50 @@ async fn produce(
                 messages,
             )
             .await;
-        let mut ledger = ledger.lock().unwrap();
-        match outcome {
+        books.push(match outcome {
             Ok(receipt) => {
                 assert_eq!(receipt.partition_id, partition);
-                ledger
-                    .acknowledged
-                    .entry(partition)
-                    .or_default()
-                    .extend(ids);
+                Told::Acknowledged
             }
             Err(ClientError::Request(
                 RequestError::OutcomeUnknown { .. } | RequestError::TimedOut { .. },
-            )) => {
-                ledger.unknown.extend(ids);
-            }
-            Err(_) => ledger.failed += 1,
-        }
+            )) => Told::Unknown,
+            Err(_) => Told::Failed,
+        });
     }
+    books
 }
 
-/// Reads a partition from offset 0 to its end through the client.
-async fn read_back(client: &Client, partition: u32) -> Vec<u128> {
+/// What the read-back found, over all partitions.
+#[derive(Debug, Default)]
+struct ReadBack {
+    /// Messages read back through the client (every stored one).
+    read: u64,
+    /// Of those, messages of acknowledged batches.
+    acknowledged: u64,
+}
+
+/// Reads `partition` from offset 0 to its end through the client, in chunks, and checks
+/// each chunk against the cluster's log and the producers' books: the same ids at the same
+/// offsets, payloads as sent, every message sent by a producer to this partition and
+/// stored once (`seen` marks each message of each batch), acknowledged ones in the order of
+/// their acknowledgements per producer.
+async fn read_back(
+    client: &Client,
+    cluster: &TestCluster,
+    partition: u32,
+    books: &[Books],
+    seen: &mut [Vec<u16>],
+    totals: &mut ReadBack,
+) {
     let consumer = Consumer {
         kind: ConsumerKind::Consumer,
         id: Identifier::Numeric(7),
     };
-    let mut ids = Vec::new();
+    let len = cluster.partition_len(STREAM, TOPIC, partition);
+    let mut last_acked: Vec<Option<u128>> = vec![None; books.len()];
+    let mut offset = 0u64;
     loop {
-        let offset = u64::try_from(ids.len()).unwrap();
         let reply = client
             .poll(
                 STREAM,
@@ -131,10 +152,71 @@ async fn read_back(client: &Client, partition: u32) -> Vec<u128> {
             .await
             .unwrap();
         if reply.messages.is_empty() {
-            return ids;
+            break;
         }
-        ids.extend(reply.messages.iter().map(|m| m.id));
+        let stored = cluster.partition_ids(STREAM, TOPIC, partition, offset, reply.messages.len());
+        let read: Vec<u128> = reply.messages.iter().map(|m| m.id).collect();
+        assert_eq!(
+            read, stored,
+            "partition {partition} at {offset}: the client reads back exactly the log"
+        );
+        for (at, message) in (offset..).zip(&reply.messages) {
+            assert_eq!(message.offset, at, "partition {partition}: offsets");
+            assert_eq!(
+                message.payload,
+                payload_of(message.id),
+                "partition {partition} at {at}: payload"
+            );
+            let id = message.id;
+            let producer = usize::try_from(id >> 64).unwrap().wrapping_sub(1);
+            assert!(producer < books.len(), "{id:#x} stored but never sent");
+            let sequence = u64::try_from(id & u128::from(u64::MAX)).unwrap();
+            let batch = sequence / BATCH;
+            let told = books[producer].get(usize::try_from(batch).unwrap());
+            assert!(
+                matches!(told, Some(Told::Acknowledged | Told::Unknown)),
+                "{id:#x} stored but never sent (told {told:?})"
+            );
+            assert_eq!(
+                partition_of(producer as u64, batch),
+                partition,
+                "{id:#x} stored in the wrong partition"
+            );
+            let mark = &mut seen[producer][usize::try_from(batch).unwrap()];
+            let bit = 1u16 << (sequence % BATCH);
+            assert_eq!(
+                *mark & bit,
+                0,
+                "partition {partition}: {id:#x} was stored twice"
+            );
+            *mark |= bit;
+            if told == Some(&Told::Acknowledged) {
+                // A producer sends one batch at a time, so its acknowledgements come in the
+                // order of its ids: the log keeps that order if its acknowledged ids rise.
+                let last = &mut last_acked[producer];
+                assert!(
+                    last.is_none_or(|last| last < id),
+                    "partition {partition}, producer {producer}: order"
+                );
+                *last = Some(id);
+                totals.acknowledged += 1;
+            }
+        }
+        totals.read += read.len() as u64;
+        offset += read.len() as u64;
     }
+    assert_eq!(
+        offset, len,
+        "partition {partition}: the client reads back the whole log"
+    );
+}
+
+/// The process's resident memory (`VmRSS:`) or its peak (`VmHWM:`), in KiB, where Linux
+/// reports it.
+fn rss_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 #[test]
@@ -154,7 +236,11 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
         .build()
         .unwrap();
     runtime.block_on(async move {
-        let cluster = TestCluster::start(NODES).await;
+        let retention = Retention {
+            regenerate: Some(Arc::new(payload_of)),
+            ..Retention::default()
+        };
+        let cluster = TestCluster::start_with(ClusterConfig { retention, ..ClusterConfig::new(NODES) }).await;
         let (stream, topic) = cluster.create_stream_and_topic("chaos", "load", PARTITIONS);
         assert_eq!((stream, topic), (STREAM, TOPIC));
         for partition in 0..PARTITIONS {
@@ -167,9 +253,8 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
         let client = Client::connect(config).await.unwrap();
 
         let stop = Arc::new(Mutex::new(false));
-        let ledger = Arc::new(Mutex::new(Ledger::default()));
         let producers: Vec<_> = (0..PRODUCERS)
-            .map(|p| tokio::spawn(produce(client.clone(), p, Arc::clone(&stop), Arc::clone(&ledger))))
+            .map(|p| tokio::spawn(produce(client.clone(), p, Arc::clone(&stop))))
             .collect();
         let consumer = {
             let client = client.clone();
@@ -193,6 +278,16 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
         let mut stopped: Option<(usize, u32)> = None;
         for tick in 0..seconds * 4 {
             tokio::time::sleep(Duration::from_millis(250)).await;
+            // Every 30 s, how much is stored against how much memory is resident: the soak's
+            // evidence that memory stays flat while the log grows.
+            if tick % 120 == 119 {
+                let stored: u64 = (0..PARTITIONS).map(|p| cluster.partition_len(STREAM, TOPIC, p)).sum();
+                println!(
+                    "chaos: at {} s, {stored} stored, RSS {} MiB",
+                    (tick + 1) / 4,
+                    rss_kib("VmRSS:").map_or_else(|| "unknown".to_owned(), |kib| (kib / 1024).to_string())
+                );
+            }
             if let Some((node, since)) = stopped
                 && tick - u64::from(since) >= 4
             {
@@ -224,52 +319,43 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
             cluster.restart_node(node).await;
         }
         *stop.lock().unwrap() = true;
+        let mut books = Vec::new();
         for producer in producers {
-            producer.await.unwrap();
+            books.push(producer.await.unwrap());
         }
         let polls = consumer.await.unwrap();
 
-        // Every producer has finished: take the ledger out of its lock for the checks.
-        let ledger = std::mem::take(&mut *ledger.lock().unwrap());
-        let acknowledged: usize = ledger.acknowledged.values().map(Vec::len).sum();
-        assert!(acknowledged > 0, "nothing was acknowledged: {ledger:?}");
+        let count = |told: Told| books.iter().flatten().filter(|t| **t == told).count() as u64;
+        let (acknowledged, unknown, failed) =
+            (count(Told::Acknowledged) * BATCH, count(Told::Unknown) * BATCH, count(Told::Failed));
+        assert!(acknowledged > 0, "nothing was acknowledged");
+        let mut seen: Vec<Vec<u16>> = books.iter().map(|b| vec![0; b.len()]).collect();
+        let mut totals = ReadBack::default();
         for partition in 0..PARTITIONS {
-            let log: Vec<u128> = cluster.partition_log(STREAM, TOPIC, partition).iter().map(|m| m.id).collect();
-            let read = read_back(&client, partition).await;
-            assert_eq!(read, log, "partition {partition}: the client reads back exactly the log");
-            let unique: BTreeSet<u128> = log.iter().copied().collect();
-            assert_eq!(unique.len(), log.len(), "partition {partition}: a message was stored twice");
-            let acked = ledger.acknowledged.get(&partition).cloned().unwrap_or_default();
-            let acked_set: BTreeSet<u128> = acked.iter().copied().collect();
-            for id in &acked {
-                assert!(unique.contains(id), "partition {partition}: acknowledged {id:#x} is missing");
-            }
-            for id in &log {
-                assert!(
-                    acked_set.contains(id) || ledger.unknown.contains(id),
-                    "{id:#x} stored but never sent"
-                );
-            }
-            // Per producer, the log keeps the order in which its sends were acknowledged.
-            for producer in 0..PRODUCERS {
-                let in_log: Vec<u128> = log
-                    .iter()
-                    .copied()
-                    .filter(|id| producer_of(*id) == producer && acked_set.contains(id))
-                    .collect();
-                let in_ack: Vec<u128> = acked.iter().copied().filter(|id| producer_of(*id) == producer).collect();
-                assert_eq!(in_log, in_ack, "partition {partition}, producer {producer}: order");
+            read_back(&client, &cluster, partition, &books, &mut seen, &mut totals).await;
+        }
+        let every = (1u16 << BATCH) - 1;
+        for (producer, (told, seen)) in books.iter().zip(&seen).enumerate() {
+            for (batch, (told, mark)) in told.iter().zip(seen).enumerate() {
+                if *told == Told::Acknowledged {
+                    assert_eq!(*mark, every, "producer {producer} batch {batch}: an acknowledged message is missing");
+                }
             }
         }
+        assert_eq!(totals.acknowledged, acknowledged);
         let stats = client.stats();
         println!(
-            "chaos: {seconds} s, {acknowledged} acknowledged, {} unknown, {} failed sends, {polls} polls, \
-             {} refusals, {} session moves, {} reconnects",
-            ledger.unknown.len(),
-            ledger.failed,
+            "chaos: {seconds} s, {acknowledged} acknowledged, {unknown} unknown (of which {} stored), \
+             {failed} failed sends, {polls} polls, {} refusals, {} session moves, {} reconnects; \
+             read back {} stored messages, each once and in order per producer, every acknowledged \
+             one among them; cluster refused {} sends; peak RSS {} MiB",
+            totals.read - totals.acknowledged,
             stats.refusals,
             stats.session_moves,
-            stats.reconnects
+            stats.reconnects,
+            totals.read,
+            cluster.total_refusals(),
+            rss_kib("VmHWM:").map_or_else(|| "unknown".to_owned(), |kib| (kib / 1024).to_string()),
         );
         client.shutdown().await;
         cluster.shutdown().await;

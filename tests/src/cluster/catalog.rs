@@ -54,7 +54,7 @@ impl Topic {
 
     /// Total messages in all partitions.
     pub fn messages_count(&self) -> u64 {
-        self.partitions.iter().map(|p| p.log.len() as u64).sum()
+        self.partitions.iter().map(|p| p.log.next_offset()).sum()
     }
 
     /// Total size of all partitions.

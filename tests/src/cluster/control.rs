@@ -186,13 +186,49 @@ impl TestCluster {
         self.shared.state().live_sessions()
     }
 
-    /// The stored log of a partition (empty if it does not exist).
+    /// The stored log of a partition in full (empty if it does not exist).
+    ///
+    /// # Panics
+    /// If a payload was dropped from the window and the cluster has no generator for it
+    /// (a test this long checks ids with [`TestCluster::partition_ids`] instead).
     pub fn partition_log(&self, stream: u32, topic: u32, partition: u32) -> Vec<StoredMessage> {
+        let state = self.shared.state();
+        let regenerate = state.retention.regenerate.clone();
+        state
+            .catalog
+            .partition(Lookup::Id(stream), Lookup::Id(topic), partition)
+            .map(|found| {
+                let log = &found.log;
+                log.read(0, log.next_offset(), regenerate.as_ref())
+                    .unwrap_or_else(|evicted| panic!("partition {partition}: {evicted}"))
+            })
+            .unwrap_or_default()
+    }
+
+    /// Messages stored in a partition (0 if it does not exist).
+    pub fn partition_len(&self, stream: u32, topic: u32, partition: u32) -> u64 {
         let state = self.shared.state();
         state
             .catalog
             .partition(Lookup::Id(stream), Lookup::Id(topic), partition)
-            .map(|found| found.log.clone())
+            .map_or(0, |found| found.log.next_offset())
+    }
+
+    /// The ids stored in a partition from offset `start` on, at most `count`, read from the
+    /// log's index: what a long test checks without holding its payloads.
+    pub fn partition_ids(
+        &self,
+        stream: u32,
+        topic: u32,
+        partition: u32,
+        start: u64,
+        count: usize,
+    ) -> Vec<u128> {
+        let state = self.shared.state();
+        state
+            .catalog
+            .partition(Lookup::Id(stream), Lookup::Id(topic), partition)
+            .map(|found| found.log.ids(start, count))
             .unwrap_or_default()
     }
 

@@ -33,6 +33,7 @@ pub(super) fn send(
         return Outcome::status(ErrorCode::InvalidFormat, commit);
     };
     let timestamp = state.next_timestamp();
+    let window_bytes = state.retention.payload_bytes;
     // A node's partition plane knows the partitions its metadata copy holds: a partition
     // (or topic) created since is an unresolved namespace there, as on the real cluster.
     let horizon = state.metadata_horizon(connection.node());
@@ -76,7 +77,7 @@ pub(super) fn send(
         return Outcome::empty(partition.next_offset());
     }
     let messages = request.messages.into_iter().map(new_message).collect();
-    let base_offset = partition.append(timestamp, messages);
+    let base_offset = partition.append(timestamp, messages, window_bytes);
     let op = partition.next_offset();
     let (partition_id, primary) = (partition.id, partition.primary);
     state.note_partition_commit(primary);
@@ -145,6 +146,7 @@ pub(super) fn poll(
     };
     // A backup serves what reached it: the messages stored before its horizon.
     let horizon = state.messages_horizon(node, primary);
+    let regenerate = state.retention.regenerate.clone();
     let Some(partition) = target.partition_mut(state) else {
         return Outcome::status(ErrorCode::PartitionNotFound, commit);
     };
@@ -158,25 +160,21 @@ pub(super) fn poll(
             .next_offset()
             .saturating_sub(u64::from(request.count)),
         PollingStrategy::Next => partition.offsets.get(&owner).map_or(0, |stored| stored + 1),
-        PollingStrategy::Timestamp(from) => partition
-            .log
-            .iter()
-            .find(|message| message.timestamp >= from)
-            .map_or(partition.next_offset(), |message| message.offset),
+        PollingStrategy::Timestamp(from) => partition.log.first_at_or_after(from),
     };
     let held = partition.held_by(horizon);
-    let messages = partition.read(start, request.count);
-    let shown = messages
-        .iter()
-        .take_while(|message| usize::try_from(message.offset).is_ok_and(|o| o < held))
-        .count();
-    let messages = &messages[..shown];
-    let current_offset = if held == partition.log.len() {
+    let shown = held.saturating_sub(start).min(u64::from(request.count));
+    // A payload dropped from the window and not rebuildable is refused, never faked: see
+    // the module doc of `log`.
+    let Ok(messages) = partition.log.read(start, shown, regenerate.as_ref()) else {
+        return Outcome::status(ErrorCode::InvalidOffset, commit);
+    };
+    let current_offset = if held == partition.next_offset() {
         partition.current_offset()
     } else {
-        (held as u64).saturating_sub(1)
+        held.saturating_sub(1)
     };
-    let body = encode_poll_reply(partition.id, current_offset, messages);
+    let body = encode_poll_reply(partition.id, current_offset, &messages);
     let last = messages.last().map(|message| message.offset);
     // §5.1: a poll served by a backup does not advance the durable offset.
     if let (true, Some(last), true) = (request.auto_commit, last, partition.primary == node) {
@@ -261,8 +259,12 @@ mod tests {
         }
         let target = (Lookup::Id(stream), Lookup::Id(topic));
         let log = &state.catalog.partition(target.0, target.1, 1).unwrap().log;
-        let stored: Vec<(u64, &[u8])> =
-            log.iter().map(|m| (m.offset, m.payload.as_ref())).collect();
+        let stored: Vec<(u64, &[u8])> = log
+            .complete()
+            .unwrap()
+            .iter()
+            .map(|m| (m.offset, m.payload.as_ref()))
+            .collect();
         assert_eq!(stored, vec![(0, &b"a"[..]), (1, &b"b"[..]), (2, &b"c"[..])]);
     }
 
@@ -373,6 +375,32 @@ mod tests {
             poll_body(stream, topic, 0, false),
         );
         assert_eq!(no_commit.status(), ErrorCode::InvalidCommand.as_u32());
+    }
+
+    #[test]
+    fn a_dropped_payload_is_refused_unless_it_can_be_rebuilt_exactly() {
+        let mut state = cluster(1);
+        // No payload window at all: every payload is dropped as soon as it is stored.
+        state.retention.payload_bytes = 0;
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut client = Client::signed_in(&mut state, 0, 1);
+        let body = send_body(stream, topic, 0, &["a", "b"]);
+        client.write(&mut state, Operation::SendMessages, body);
+        let poll = || poll_body(stream, topic, 0, false);
+        let refused = client.read(&mut state, code::POLL_MESSAGES, poll());
+        assert_eq!(refused.status(), ErrorCode::InvalidOffset.as_u32());
+        // `send_body` numbers its messages from 1: a generator that knows that rebuilds them.
+        state.retention.regenerate = Some(std::sync::Arc::new(|id| {
+            Bytes::from(if id == 1 { "a" } else { "b" })
+        }));
+        let served = client.read(&mut state, code::POLL_MESSAGES, poll()).body();
+        let reply = PollMessagesReply::decode(&served).unwrap();
+        let payloads: Vec<Bytes> = reply.messages.iter().map(|m| m.payload.clone()).collect();
+        assert_eq!(payloads, vec![Bytes::from("a"), Bytes::from("b")]);
+        // A generator that does not give back the stored bytes is caught by the checksum.
+        state.retention.regenerate = Some(std::sync::Arc::new(|_| Bytes::from("a")));
+        let wrong = client.read(&mut state, code::POLL_MESSAGES, poll());
+        assert_eq!(wrong.status(), ErrorCode::InvalidOffset.as_u32());
     }
 
     #[test]

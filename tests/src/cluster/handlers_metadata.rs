@@ -232,8 +232,8 @@ fn known_partitions(topic: &Topic, horizon: Option<u64>) -> &[Partition] {
 /// What `node` reports of a partition: a backup counts only the messages that reached it.
 fn partition_info(state: &ClusterState, node: NodeId, partition: &Partition) -> PartitionInfo {
     let held = partition.held_by(state.messages_horizon(node, partition.primary));
-    let messages_count = held as u64;
-    let current_offset = if held == partition.log.len() {
+    let messages_count = held;
+    let current_offset = if held == partition.next_offset() {
         partition.current_offset()
     } else {
         messages_count.saturating_sub(1)

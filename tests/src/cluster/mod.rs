@@ -20,6 +20,7 @@ mod handlers_offsets;
 mod handlers_routing;
 #[cfg(test)]
 mod lag_tests;
+mod log;
 mod node;
 mod outcome;
 mod partition;
@@ -31,6 +32,7 @@ mod testkit;
 pub use catalog::{Catalog, CatalogError, Lookup, MAX_PARTITIONS_PER_TOPIC, Stream, Topic};
 pub use control::{PREEXISTING, SplitPrimaries};
 pub use driver::TestCluster;
+pub use log::{Evicted, PartitionLog, Regenerate, Retention};
 pub use node::{Attachment, Binding, NodeConnection};
 pub use outcome::Outcome;
 pub use partition::{NewMessage, OffsetOwner, Partition, StoredMessage};

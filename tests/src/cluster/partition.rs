@@ -1,10 +1,12 @@
-//! One partition of the test cluster: its primary, its append-only log, its consumer
-//! offsets and the request ids it has committed (for same-connection replay dedup).
+//! One partition of the test cluster: its primary, its append-only log (ids and checksums
+//! of every message, payloads of the newest: see [`super::log`]), its consumer offsets and
+//! the request ids it has committed (for same-connection replay dedup).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 
+use super::log::PartitionLog;
 use super::state::NodeId;
 
 /// How many committed request ids the partition dedup remembers per client: the real
@@ -64,7 +66,7 @@ pub struct Partition {
     /// The node that admits writes and primary-only polls for this partition.
     pub primary: NodeId,
     /// The append-only log.
-    pub log: Vec<StoredMessage>,
+    pub log: PartitionLog,
     /// Stored consumer offsets.
     pub offsets: BTreeMap<OffsetOwner, u64>,
     /// Committed request ids per client id, for same-connection replay dedup (§13.5).
@@ -77,7 +79,7 @@ impl Partition {
             id,
             created_at,
             primary,
-            log: Vec::new(),
+            log: PartitionLog::default(),
             offsets: BTreeMap::new(),
             committed_requests: BTreeMap::new(),
         }
@@ -85,7 +87,7 @@ impl Partition {
 
     /// The offset the next message gets.
     pub fn next_offset(&self) -> u64 {
-        self.log.len() as u64
+        self.log.next_offset()
     }
 
     /// The offset of the last message, 0 for an empty log (as the server reports it).
@@ -95,26 +97,18 @@ impl Partition {
 
     /// Sum of payload and header bytes, a stand-in for the on-disk size.
     pub fn size_bytes(&self) -> u64 {
-        self.log
-            .iter()
-            .map(|message| (message.payload.len() + message.user_headers.len()) as u64)
-            .sum()
+        self.log.size_bytes()
     }
 
-    /// Append a batch stamped with `timestamp`; returns the base offset.
-    pub fn append(&mut self, timestamp: u64, messages: Vec<NewMessage>) -> u64 {
-        let base_offset = self.next_offset();
-        for (index, message) in messages.into_iter().enumerate() {
-            self.log.push(StoredMessage {
-                offset: base_offset + index as u64,
-                id: message.id,
-                timestamp,
-                origin_timestamp: message.origin_timestamp,
-                payload: message.payload,
-                user_headers: message.user_headers,
-            });
-        }
-        base_offset
+    /// Append a batch stamped with `timestamp`, holding at most `window_bytes` of payloads
+    /// ([`super::log::Retention::payload_bytes`]); returns the base offset.
+    pub fn append(
+        &mut self,
+        timestamp: u64,
+        messages: Vec<NewMessage>,
+        window_bytes: usize,
+    ) -> u64 {
+        self.log.append(timestamp, messages, window_bytes)
     }
 
     /// Record that `(client, request)` committed here. Returns false when it already had:
@@ -130,22 +124,10 @@ impl Partition {
         true
     }
 
-    /// Messages from `start` on, at most `count`.
     /// How many messages (from offset 0) a copy complete up to `horizon` (µs; `None`:
     /// complete) holds.
-    pub fn held_by(&self, horizon: Option<u64>) -> usize {
-        horizon.map_or(self.log.len(), |horizon| {
-            self.log
-                .partition_point(|message| message.timestamp <= horizon)
-        })
-    }
-
-    pub fn read(&self, start: u64, count: u32) -> &[StoredMessage] {
-        let start = usize::try_from(start)
-            .unwrap_or(usize::MAX)
-            .min(self.log.len());
-        let end = start.saturating_add(count as usize).min(self.log.len());
-        &self.log[start..end]
+    pub fn held_by(&self, horizon: Option<u64>) -> u64 {
+        self.log.held_by(horizon)
     }
 }
 
@@ -166,12 +148,24 @@ mod tests {
     #[test]
     fn append_assigns_offsets_in_order_and_read_is_bounded() {
         let mut partition = Partition::new(0, 1, 0);
-        assert_eq!(partition.append(10, vec![message(b"a"), message(b"b")]), 0);
-        assert_eq!(partition.append(11, vec![message(b"c")]), 2);
+        let window = super::super::log::Retention::DEFAULT_PAYLOAD_BYTES;
+        assert_eq!(
+            partition.append(10, vec![message(b"a"), message(b"b")], window),
+            0
+        );
+        assert_eq!(partition.append(11, vec![message(b"c")], window), 2);
         assert_eq!(partition.current_offset(), 2);
-        let offsets: Vec<u64> = partition.read(1, 10).iter().map(|m| m.offset).collect();
+        let read = partition.log.read(1, 10, None).unwrap();
+        let offsets: Vec<u64> = read.iter().map(|m| m.offset).collect();
         assert_eq!(offsets, vec![1, 2]);
-        assert!(partition.read(u64::MAX, u32::MAX).is_empty());
+        assert_eq!(read[1].payload, Bytes::from_static(b"c"));
+        assert!(
+            partition
+                .log
+                .read(u64::MAX, u64::MAX, None)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use super::catalog::Catalog;
+use super::log::Retention;
 
 /// Index of a node in the cluster, `0..nodes`.
 pub type NodeId = usize;
@@ -42,6 +43,8 @@ pub struct ClusterConfig {
     /// The id of the first stream and of each stream's first topic: 0 as on the real
     /// cluster (server 0.9.0-edge.5), 1 as on the servers the protocol document describes.
     pub first_id: u32,
+    /// How much of each partition's payloads the cluster holds (see [`Retention`]).
+    pub retention: Retention,
 }
 
 impl ClusterConfig {
@@ -54,6 +57,7 @@ impl ClusterConfig {
             name: "iggy-route-test".to_owned(),
             lag: Lag::REAL_CLUSTER,
             first_id: 0,
+            retention: Retention::default(),
         }
     }
 }
@@ -168,6 +172,8 @@ pub struct ClusterState {
     sessions: BTreeMap<u128, SessionRecord>,
     /// Streams, topics, partitions, logs and consumer offsets.
     pub catalog: Catalog,
+    /// How much of each partition's payloads is held.
+    pub retention: Retention,
     metadata_leader: NodeId,
     /// The metadata commit counter, the watermark source of §5.8.
     commit: u64,
@@ -214,6 +220,7 @@ impl ClusterState {
             }],
             sessions: BTreeMap::new(),
             catalog: Catalog::new(config.first_id),
+            retention: config.retention.clone(),
             metadata_leader: 0,
             commit: 0,
             routing_commands: config.routing_commands,

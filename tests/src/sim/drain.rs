@@ -162,7 +162,13 @@ impl Simulation {
                     .state
                     .catalog
                     .partition(Lookup::Id(topic.stream), Lookup::Id(topic.topic), partition)
-                    .map_or(&[][..], |found| found.log.as_slice())
+                    .map_or(&[][..], |found| {
+                        // The simulation's cluster holds every payload (`SimNodes::new`).
+                        found
+                            .log
+                            .complete()
+                            .unwrap_or_else(|| panic!("the simulation's cluster dropped a payload"))
+                    })
             })
             .collect();
         let mut result = Ok(());

@@ -83,6 +83,9 @@ impl SimNodes {
         let mut config = ClusterConfig::new(nodes);
         config.routing_commands = routing_commands;
         config.name = "iggy-route-sim".to_owned();
+        // The simulation's checks read every payload back after every step, and its runs
+        // are short: it holds them all, whatever a seed's workload.
+        config.retention.payload_bytes = usize::MAX;
         let mut state = ClusterState::new(&config);
         let mut addrs = Vec::with_capacity(nodes);
         for node in 0..nodes {

@@ -15,7 +15,13 @@ fn log_in(nodes: &SimNodes, topic: SimTopic, partition: u32) -> &[StoredMessage]
         .state
         .catalog
         .partition(Lookup::Id(topic.stream), Lookup::Id(topic.topic), partition)
-        .map_or(&[][..], |found| found.log.as_slice())
+        .map_or(&[][..], |found| {
+            // The simulation's cluster holds every payload (`SimNodes::new`).
+            found
+                .log
+                .complete()
+                .unwrap_or_else(|| panic!("the simulation's cluster dropped a payload"))
+        })
 }
 
 /// The stored offset of numeric consumer `consumer` on `partition` of `topic`.
