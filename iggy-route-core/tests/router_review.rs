@@ -21,7 +21,7 @@ use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{EvictionHeader, Identifier, Message, Operation, RequestHeader};
 use iggy_route_core::{
     AdminRequest, CloseReason, Config, ConnectError, Credentials, LinkId, Outcome, Output, Request,
-    RequestId, Router, SendRequest, TimerKind,
+    RequestError, RequestId, Router, SendRequest, TimerKind,
 };
 
 /// A small deterministic source for the random walks.
@@ -421,4 +421,69 @@ fn random_walks_keep_the_drive_contract() {
     for seed in 1..=150 {
         walk(seed, 250);
     }
+}
+
+/// A send answered 57 (outcome unknown: it may commit) and then, while its replay waits,
+/// an eviction. The eviction says the session is gone, not that the send was not
+/// processed: the 57 already said it might have been. Under at-most-once the send must not
+/// be written anywhere again, and the caller must not be told it succeeded once.
+#[test]
+fn an_eviction_after_a_57_does_not_make_a_send_unsent() {
+    let mut sim = Sim::new(FakeCluster::new(1, vec![0]), 7, |config| {
+        config.request_timeout = Duration::from_secs(5);
+        config.replay_interval = Duration::from_millis(200);
+    });
+    // Sign the coordinator in, learn the route, and open a data link with a first send.
+    let warm = sim.submit(send(0)).unwrap();
+    for _ in 0..50 {
+        while !sim.connecting.is_empty() {
+            sim.connect(0, false);
+        }
+        if sim.owed.is_empty() {
+            break;
+        }
+        sim.answer(0, Answer::Reply);
+    }
+    assert!(matches!(sim.completed.get(&warm), Some(Ok(_))));
+    let before = sim.sends_written;
+    sim.cluster.not_committed = 1;
+    let id = sim.submit(send(0)).unwrap();
+    assert_eq!(sim.sends_written, before + 1);
+    let data_link = *sim.owed.keys().next().unwrap();
+    // The 57: the replay now waits on the link, nothing is owed on the wire.
+    sim.answer(0, Answer::Reply);
+    assert!(sim.owed.is_empty());
+    // While it waits, the node evicts the session. The eviction is unsolicited (nothing is
+    // on the wire); build it by hand.
+    let mut eviction = BytesMut::new();
+    EvictionHeader::default().encode(&mut eviction);
+    sim.router.handle_read(sim.now, data_link, &eviction);
+    sim.drain();
+    for _ in 0..50 {
+        while !sim.connecting.is_empty() {
+            sim.connect(0, false);
+        }
+        if sim.owed.is_empty() {
+            sim.sleep(Duration::from_millis(100));
+            if sim.owed.is_empty() && sim.connecting.is_empty() {
+                break;
+            }
+            continue;
+        }
+        sim.answer(0, Answer::Reply);
+    }
+    sim.sleep(Duration::from_secs(6));
+    assert_eq!(
+        sim.sends_written,
+        before + 1,
+        "a send that may have committed was written again (at-most-once)"
+    );
+    assert!(
+        matches!(
+            sim.completed.get(&id),
+            Some(Err(RequestError::OutcomeUnknown { .. }))
+        ),
+        "{:?}",
+        sim.completed.get(&id)
+    );
 }
