@@ -487,3 +487,39 @@ fn an_eviction_after_a_57_does_not_make_a_send_unsent() {
         sim.completed.get(&id)
     );
 }
+
+/// An adapter that reports a connect failure late, for a link that did connect (a race of
+/// its own, or a bug). Whatever was in flight there must still end, and must not hold the
+/// partition for ever.
+#[test]
+fn a_late_connect_failure_for_a_busy_link_strands_nothing() {
+    let mut sim = Sim::new(FakeCluster::new(1, vec![0]), 7, |config| {
+        config.request_timeout = Duration::from_secs(2);
+    });
+    let warm = sim.submit(send(0)).unwrap();
+    for _ in 0..50 {
+        while !sim.connecting.is_empty() {
+            sim.connect(0, false);
+        }
+        if sim.owed.is_empty() {
+            break;
+        }
+        sim.answer(0, Answer::Reply);
+    }
+    assert!(matches!(sim.completed.get(&warm), Some(Ok(_))));
+    let busy = sim.submit(send(0)).unwrap();
+    let link = *sim.owed.keys().next().unwrap();
+    sim.forget(link);
+    sim.router
+        .handle_connect_failed(sim.now, link, ConnectError::Unreachable);
+    sim.drain();
+    sim.finish();
+    assert!(sim.completed.contains_key(&busy));
+    let next = sim.submit(send(0)).unwrap();
+    sim.finish();
+    assert!(
+        matches!(sim.completed.get(&next), Some(Ok(_))),
+        "the partition is free again: {:?}",
+        sim.completed.get(&next)
+    );
+}

@@ -258,7 +258,17 @@ impl Router {
     pub fn handle_connect_failed(&mut self, now: Instant, link: LinkId, reason: ConnectError) {
         let now = self.clock(now);
         trace!(%link, %reason, "connect failed");
-        self.connect_failed(now, link);
+        let connecting = self
+            .links
+            .get(&link)
+            .is_some_and(|l| l.state == link::LinkState::Connecting);
+        if connecting {
+            self.connect_failed(now, link);
+        } else {
+            // Reported late, for a link that did connect: it is lost, and what is in
+            // flight on it is settled as on any lost link (never silently dropped).
+            self.link_gone(now, link);
+        }
         self.settle(now);
     }
 
