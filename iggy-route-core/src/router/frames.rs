@@ -59,6 +59,9 @@ impl Router {
             return;
         };
         let node = link.node;
+        // A frame of this exchange was answered "not committed yet" (57): it may commit,
+        // so no later answer can make it "not sent".
+        let maybe_applied = in_flight.replays > 0 || in_flight.replay_at.is_some();
         let (header, body) = match frame {
             Frame::Reply { header, body } => (header, body),
             Frame::Eviction(eviction) => {
@@ -67,6 +70,9 @@ impl Router {
                 link.in_flight = Some(in_flight);
                 if matches!(link.in_flight.as_ref().map(|f| &f.job), Some(Job::Login)) {
                     self.sign_in_failed(now, link_id, code);
+                } else if maybe_applied {
+                    // Settled by the rules of a lost link: the write's outcome is unknown.
+                    self.close_link(now, link_id);
                 } else {
                     // The session is gone; the request was not processed under it.
                     self.unsend_in_flight(now, link_id);
@@ -117,9 +123,14 @@ impl Router {
                 self.routing.handle_topic(now, &topic, answer);
             }
             Job::Attach(request) => self.attach_reply(now, link_id, node, request, &header),
-            Job::Request(request, target) => {
-                self.request_reply(now, link_id, request, target, &header, body)
-            }
+            Job::Request(request, target) => self.request_reply(
+                now,
+                link_id,
+                (request, target),
+                maybe_applied,
+                &header,
+                body,
+            ),
         }
     }
 
@@ -295,8 +306,8 @@ impl Router {
         &mut self,
         now: Instant,
         link_id: LinkId,
-        request: RequestId,
-        target: Target,
+        (request, target): (RequestId, Target),
+        maybe_applied: bool,
         header: &ReplyHeader,
         body: Bytes,
     ) {
@@ -334,9 +345,14 @@ impl Router {
                 if code == ErrorCode::TransientNotAccepted {
                     Attempt::Refused
                 } else if matches!(code, ErrorCode::Unauthenticated | ErrorCode::StaleClient) {
-                    // Never processed under a live session: sign in again and send anew.
+                    // This frame was never processed under a live session: sign in again
+                    // and send anew, unless an earlier copy was answered 57 and may commit.
                     self.close_link_quietly(now, link_id);
-                    Attempt::NotSent
+                    if maybe_applied {
+                        Attempt::Unknown
+                    } else {
+                        Attempt::NotSent
+                    }
                 } else {
                     Attempt::Failed(RequestError::Server { code })
                 }

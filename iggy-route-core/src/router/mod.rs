@@ -258,7 +258,17 @@ impl Router {
     pub fn handle_connect_failed(&mut self, now: Instant, link: LinkId, reason: ConnectError) {
         let now = self.clock(now);
         trace!(%link, %reason, "connect failed");
-        self.connect_failed(now, link);
+        let connecting = self
+            .links
+            .get(&link)
+            .is_some_and(|l| l.state == link::LinkState::Connecting);
+        if connecting {
+            self.connect_failed(now, link);
+        } else {
+            // Reported late, for a link that did connect: it is lost, and what is in
+            // flight on it is settled as on any lost link (never silently dropped).
+            self.link_gone(now, link);
+        }
         self.settle(now);
     }
 
@@ -333,9 +343,10 @@ impl Router {
     }
 
     /// When `handle_timeout` is next due and what for: the earliest of the routing
-    /// layer's timers, the links' deadlines (read from their index, not by a scan) and the
-    /// coordinator's redial. An earlier instant wins; at the same instant, the reason
-    /// listed first in [`TimerKind`].
+    /// layer's timers, the links' deadlines (read from their index, not by a scan), the
+    /// coordinator's redial and the end of the backoff of a node that requests wait for.
+    /// An earlier instant wins; at the same instant, the reason listed first in
+    /// [`TimerKind`].
     #[must_use]
     pub fn next_timer(&self) -> Option<(Instant, TimerKind)> {
         if !self.outputs.is_empty() {
@@ -353,7 +364,17 @@ impl Router {
             .then(|| self.node(self.coordinator.node).and_then(|n| n.retry_at))
             .flatten()
             .map(|at| (at, TimerKind::CoordinatorReconnect));
-        [routing, self.links.next(), redial]
+        // A node's pool grows only past its backoff (see `grow_pool`): requests waiting
+        // for it are served sooner when the backoff ends. One entry per node at most.
+        let pool_retry = self
+            .ready
+            .iter()
+            .filter(|(_, waiting)| !waiting.is_empty())
+            .filter_map(|(node, _)| self.node(*node).and_then(|n| n.retry_at))
+            .filter(|at| *at > self.last_now)
+            .min()
+            .map(|at| (at, TimerKind::NodeRetry));
+        [routing, self.links.next(), redial, pool_retry]
             .into_iter()
             .flatten()
             .min_by_key(|(at, kind)| (*at, *kind))

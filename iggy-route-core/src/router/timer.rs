@@ -30,6 +30,9 @@ pub enum TimerKind {
     Idle,
     /// The coordinator's node may be dialled again.
     CoordinatorReconnect,
+    /// A node that requests wait for, and whose pool a backoff kept from growing, may be
+    /// dialled again.
+    NodeRetry,
     /// One of the routing layer's timers.
     Routing(RoutingTimer),
 }
