@@ -306,7 +306,9 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
                     cluster.stop_node(node).await;
                     // The cluster fails over: the stopped node's partitions get new primaries.
                     for partition in 0..PARTITIONS {
-                        if cluster.primary(1, 1, partition) == Some(node) {
+                        let primary = cluster.primary(STREAM, TOPIC, partition);
+                        assert!(primary.is_some(), "the chaos topic has partition {partition}");
+                        if primary == Some(node) {
                             cluster.set_primary(STREAM, TOPIC, partition, (node + 1) % NODES);
                         }
                     }
