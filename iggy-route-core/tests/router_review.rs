@@ -317,6 +317,22 @@ impl Sim {
 
     /// Connects and answers everything, sleeping in small steps, until every request's
     /// deadline has passed; then every request must have completed.
+    /// Signs the coordinator in, learns partition 0's route and opens a data link to node 0
+    /// with a first send, answered.
+    fn warm_up(&mut self) {
+        let warm = self.submit(send(0)).unwrap();
+        for _ in 0..50 {
+            while !self.connecting.is_empty() {
+                self.connect(0, false);
+            }
+            if self.owed.is_empty() {
+                break;
+            }
+            self.answer(0, Answer::Reply);
+        }
+        assert!(matches!(self.completed.get(&warm), Some(Ok(_))));
+    }
+
     fn finish(&mut self) {
         let end = self.now + self.request_timeout + Duration::from_secs(1);
         while self.now < end {
@@ -433,18 +449,7 @@ fn an_eviction_after_a_57_does_not_make_a_send_unsent() {
         config.request_timeout = Duration::from_secs(5);
         config.replay_interval = Duration::from_millis(200);
     });
-    // Sign the coordinator in, learn the route, and open a data link with a first send.
-    let warm = sim.submit(send(0)).unwrap();
-    for _ in 0..50 {
-        while !sim.connecting.is_empty() {
-            sim.connect(0, false);
-        }
-        if sim.owed.is_empty() {
-            break;
-        }
-        sim.answer(0, Answer::Reply);
-    }
-    assert!(matches!(sim.completed.get(&warm), Some(Ok(_))));
+    sim.warm_up();
     let before = sim.sends_written;
     sim.cluster.not_committed = 1;
     let id = sim.submit(send(0)).unwrap();
@@ -496,17 +501,7 @@ fn a_late_connect_failure_for_a_busy_link_strands_nothing() {
     let mut sim = Sim::new(FakeCluster::new(1, vec![0]), 7, |config| {
         config.request_timeout = Duration::from_secs(2);
     });
-    let warm = sim.submit(send(0)).unwrap();
-    for _ in 0..50 {
-        while !sim.connecting.is_empty() {
-            sim.connect(0, false);
-        }
-        if sim.owed.is_empty() {
-            break;
-        }
-        sim.answer(0, Answer::Reply);
-    }
-    assert!(matches!(sim.completed.get(&warm), Some(Ok(_))));
+    sim.warm_up();
     let busy = sim.submit(send(0)).unwrap();
     let link = *sim.owed.keys().next().unwrap();
     sim.forget(link);
