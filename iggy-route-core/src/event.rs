@@ -190,4 +190,6 @@ pub struct Stats {
     pub replays: u64,
     /// Links closed because their node broke the protocol.
     pub protocol_violations: u64,
+    /// Sends written in a frame behind another send of their partition (coalesced).
+    pub coalesced: u64,
 }

@@ -94,6 +94,8 @@ struct Model {
     route_news: BTreeMap<u32, u64>,
     /// Refusals: request -> (node, route news then, time then).
     refused: BTreeMap<RequestId, (NodeId, u64, Instant)>,
+    /// The sends merged behind each request in flight.
+    riders: BTreeMap<RequestId, Vec<RequestId>>,
 }
 
 struct Run {
@@ -178,10 +180,14 @@ impl Run {
                     return;
                 };
                 self.model.in_flight.remove(&id);
+                let riders = self.model.riders.remove(&id).unwrap_or_default();
+                let frame: Vec<RequestId> = std::iter::once(id).chain(riders).collect();
+                let news = self.model.route_news.get(&partition).copied().unwrap_or(0);
                 let attempt = match kind {
                     0..=2 => {
-                        let news = self.model.route_news.get(&partition).copied().unwrap_or(0);
-                        self.model.refused.insert(id, (node, news, now));
+                        for &member in &frame {
+                            self.model.refused.insert(member, (node, news, now));
+                        }
                         Attempt::Refused
                     }
                     3 => Attempt::NotSent,
@@ -198,8 +204,9 @@ impl Run {
                 };
                 if matches!(attempt, Attempt::NotSent) {
                     // Not sent counts as a refusal for the no-replay rule too.
-                    let news = self.model.route_news.get(&partition).copied().unwrap_or(0);
-                    self.model.refused.insert(id, (node, news, now));
+                    for &member in &frame {
+                        self.model.refused.insert(member, (node, news, now));
+                    }
                 }
                 self.routing
                     .handle_result(now, id, Target::Node(node), attempt);
@@ -222,6 +229,7 @@ impl Run {
             match decision {
                 Decision::Write {
                     request,
+                    coalesced,
                     target,
                     partition: written,
                 } => {
@@ -231,23 +239,31 @@ impl Run {
                     let partition = self.model.submitted[&request];
                     assert_eq!(written, Some(partition), "a write names its partition");
                     assert!(
-                        !self.model.completed.contains(&request),
-                        "{request} written after completing"
-                    );
-                    assert!(
                         !self.model.in_flight.values().any(|(p, _)| *p == partition),
                         "two writes in flight for partition {partition}: order could break"
                     );
-                    if let Some(&(refuser, news, at)) = self.model.refused.get(&request) {
-                        let newer_route =
-                            self.model.route_news.get(&partition).copied().unwrap_or(0) > news;
-                        let new_round = discovery && self.now > at;
-                        assert!(
-                            refuser != node || newer_route || new_round,
-                            "{request} written again to {node}, which refused it, with no newer route"
+                    // Every send merged into the frame obeys what the head obeys.
+                    for id in std::iter::once(request).chain(coalesced.iter().copied()) {
+                        assert_eq!(
+                            self.model.submitted[&id], partition,
+                            "{id} merged into a frame of another partition"
                         );
+                        assert!(
+                            !self.model.completed.contains(&id),
+                            "{id} written after completing"
+                        );
+                        if let Some(&(refuser, news, at)) = self.model.refused.get(&id) {
+                            let newer_route =
+                                self.model.route_news.get(&partition).copied().unwrap_or(0) > news;
+                            let new_round = discovery && self.now > at;
+                            assert!(
+                                refuser != node || newer_route || new_round,
+                                "{id} written again to {node}, which refused it, with no newer route"
+                            );
+                        }
                     }
                     self.model.in_flight.insert(request, (partition, node));
+                    self.model.riders.insert(request, coalesced);
                 }
                 Decision::FetchRoute { partition } => {
                     assert!(

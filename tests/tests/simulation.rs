@@ -77,6 +77,7 @@ fn every_seed_keeps_every_invariant() {
         total.new_partition_acks += report.new_partition_acks;
         total.replays += report.replays;
         total.protocol_violations += report.protocol_violations;
+        total.coalesced += report.coalesced;
         let (sum, one) = (&mut total.adversary, report.adversary);
         sum.not_committed += one.not_committed;
         sum.duplicated += one.duplicated;
@@ -113,8 +114,9 @@ fn every_seed_keeps_every_invariant() {
         total.new_partition_acks
     );
     println!(
-        "adversary: {:?}; replays of 57: {}; protocol violations closed: {}",
-        total.adversary, total.replays, total.protocol_violations
+        "adversary: {:?}; replays of 57: {}; protocol violations closed: {}; sends merged \
+         into another's frame: {}",
+        total.adversary, total.replays, total.protocol_violations, total.coalesced
     );
     println!("seeds: {}", seeds.len());
     if let Some(mut out) = hashes {
@@ -149,6 +151,7 @@ fn check_coverage(total: &SimReport) {
             "refused batches sent again after news",
             total.returns_after_refusal,
         ),
+        ("sends merged into another's frame", total.coalesced),
     ];
     let missing: Vec<&str> = met
         .iter()

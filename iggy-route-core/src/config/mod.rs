@@ -145,6 +145,19 @@ pub struct Config {
     /// real cluster's followers lag their leader by up to half a second). Zero believes
     /// every answer.
     pub own_write_settle: Duration,
+    /// Most messages one `SEND_MESSAGES` frame carries when sends queued for one partition
+    /// are merged into it (coalescing: while a partition's write is in flight, the sends
+    /// behind it wait, and the next frame takes as many of them as the bounds allow). One
+    /// turns coalescing off. A single send above the bound still goes, alone.
+    pub coalesce_max_messages: u32,
+    /// Most message bytes (headers, payloads and user headers) one merged frame carries;
+    /// never more than `max_frame_size` allows.
+    pub coalesce_max_bytes: u32,
+    /// How long a partition's first send waits for more sends to merge with, when nothing
+    /// of the partition is in flight (Kafka's `linger.ms`, the SDK producer's
+    /// `linger_time`). Zero (the default) writes at once; the wait ends early when the
+    /// bounds above are reached.
+    pub linger: Duration,
 }
 
 impl Config {
@@ -177,6 +190,9 @@ impl Config {
             delivery: Delivery::AtMostOnce,
             poll_from: PollFrom::Primary,
             own_write_settle: Duration::from_secs(1),
+            coalesce_max_messages: 1_000,
+            coalesce_max_bytes: 1024 * 1024,
+            linger: Duration::ZERO,
         }
     }
 }

@@ -108,10 +108,20 @@ impl Config {
                 return Err(ConfigError::TooLong { field });
             }
         }
-        // Zero is allowed here: it turns the distrust of reads after our writes off.
-        if self.own_write_settle > LONGEST {
-            return Err(ConfigError::TooLong {
-                field: "own_write_settle",
+        // Zero is allowed here: it turns the distrust of reads after our writes off (and
+        // a zero linger writes at once).
+        for (field, value) in [
+            ("own_write_settle", self.own_write_settle),
+            ("linger", self.linger),
+        ] {
+            if value > LONGEST {
+                return Err(ConfigError::TooLong { field });
+            }
+        }
+        if self.linger >= self.request_timeout {
+            return Err(ConfigError::OutOfRange {
+                field: "linger",
+                why: "it must be shorter than request_timeout",
             });
         }
         let counts = [
@@ -119,6 +129,8 @@ impl Config {
             ("max_pending_requests", self.max_pending_requests),
             ("max_pending_per_lane", self.max_pending_per_lane),
             ("max_nodes", self.max_nodes),
+            ("coalesce_max_messages", self.coalesce_max_messages as usize),
+            ("coalesce_max_bytes", self.coalesce_max_bytes as usize),
         ];
         for (field, value) in counts {
             if value == 0 {
@@ -210,6 +222,9 @@ impl ConfigBuilder {
         delivery: Delivery,
         poll_from: PollFrom,
         own_write_settle: Duration,
+        coalesce_max_messages: u32,
+        coalesce_max_bytes: u32,
+        linger: Duration,
     }
 
     /// The configuration, if every field is acceptable.

@@ -121,7 +121,10 @@ impl FakeCluster {
                         }],
                     }
                     .encode(&mut out);
-                    (format!("SEND p{p}"), 0, 0)
+                    match request.messages.len() {
+                        1 => (format!("SEND p{p}"), 0, 0),
+                        n => (format!("SEND p{p} x{n}"), 0, 0),
+                    }
                 } else {
                     self.refusals += 1;
                     (format!("SEND p{p} REFUSED"), 58, 0)

@@ -58,6 +58,54 @@ pub(crate) struct Encoded {
     pub(crate) frame: BytesMut,
 }
 
+impl Encoded {
+    /// Nothing to write (a frame whose requests are all over).
+    pub(crate) fn empty() -> Self {
+        Self {
+            operation: Operation::for_code(code::SEND_MESSAGES),
+            code: code::SEND_MESSAGES,
+            frame: BytesMut::new(),
+        }
+    }
+}
+
+/// A send's message count.
+pub(crate) fn message_count(request: &Request) -> u32 {
+    match request {
+        Request::Send(send) => u32::try_from(send.messages.len()).unwrap_or(u32::MAX),
+        Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => 0,
+    }
+}
+
+/// One `SEND_MESSAGES` frame carrying the messages of several sends of one partition, in
+/// order: the first send's stream and topic (routing merges only sends of one lane, so
+/// they name them alike).
+pub(crate) fn encode_sends<'a>(
+    sends: impl Iterator<Item = &'a Request> + Clone,
+    partition: Option<u32>,
+) -> Encoded {
+    let mut out = BytesMut::new();
+    out.put_bytes(0, HEADER_SIZE);
+    let parts = sends.filter_map(|request| match request {
+        Request::Send(send) => Some(send),
+        Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => None,
+    });
+    if let Some(first) = parts.clone().next() {
+        SendMessagesRequest::encode_parts(
+            &first.stream,
+            &first.topic,
+            &Partitioning::PartitionId(partition.unwrap_or(0)),
+            parts.flat_map(|send| send.messages.iter()),
+            &mut out,
+        );
+    }
+    Encoded {
+        operation: Operation::for_code(code::SEND_MESSAGES),
+        code: code::SEND_MESSAGES,
+        frame: out,
+    }
+}
+
 /// Encodes a request for one attempt. `primary_gated` selects the routed forms (a poll as
 /// `POLL_MESSAGES_ON_PRIMARY`, 104) used on data links of clusters with routing commands.
 pub(crate) fn encode(request: &Request, partition: Option<u32>, primary_gated: bool) -> Encoded {
@@ -70,7 +118,7 @@ pub(crate) fn encode(request: &Request, partition: Option<u32>, primary_gated: b
                 &send.stream,
                 &send.topic,
                 &Partitioning::PartitionId(partition.unwrap_or(0)),
-                &send.messages,
+                send.messages.iter(),
                 &mut out,
             );
             code::SEND_MESSAGES

@@ -123,6 +123,14 @@ impl Router {
                 self.routing.handle_topic(now, &topic, answer);
             }
             Job::Attach(request) => self.attach_reply(now, link_id, node, request, &header),
+            Job::Request(request, target) if in_flight.batch.len() > 1 => self.merged_reply(
+                now,
+                link_id,
+                (request, target),
+                &in_flight.batch,
+                maybe_applied,
+                (&header, body),
+            ),
             Job::Request(request, target) => self.request_reply(
                 now,
                 link_id,
@@ -342,20 +350,7 @@ impl Router {
                 }
             },
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
-                if code == ErrorCode::TransientNotAccepted {
-                    Attempt::Refused
-                } else if matches!(code, ErrorCode::Unauthenticated | ErrorCode::StaleClient) {
-                    // This frame was never processed under a live session: sign in again
-                    // and send anew, unless an earlier copy was answered 57 and may commit.
-                    self.close_link_quietly(now, link_id);
-                    if maybe_applied {
-                        Attempt::Unknown
-                    } else {
-                        Attempt::NotSent
-                    }
-                } else {
-                    Attempt::Failed(RequestError::Server { code })
-                }
+                self.status_attempt(now, link_id, code, maybe_applied)
             }
             Err(ReplyError::Malformed(error)) => Attempt::Failed(RequestError::Malformed(error)),
         };
@@ -363,6 +358,89 @@ impl Router {
             self.routing.handle_watermark(now, header.commit);
         }
         self.routing.handle_result(now, request, target, attempt);
+    }
+
+    /// The reply to a frame that carried several sends: each caller gets its own receipt,
+    /// its offsets following those of the sends before it in the frame; anything else the
+    /// reply says applies to every one of them (routing settles the frame as one).
+    fn merged_reply(
+        &mut self,
+        now: Instant,
+        link_id: LinkId,
+        (request, target): (RequestId, Target),
+        batch: &[(RequestId, u32)],
+        maybe_applied: bool,
+        (header, body): (&ReplyHeader, Bytes),
+    ) {
+        let Some(node) = self.links.get(&link_id).map(|l| l.node) else {
+            return;
+        };
+        if !batch.iter().any(|(id, _)| self.requests.contains_key(id)) {
+            // Every caller's deadline completed it meanwhile: release what it holds.
+            self.routing
+                .handle_result(now, request, target, Attempt::NotSent);
+            return;
+        }
+        let confirmation = match reply_payload(header, body) {
+            Ok(payload) if payload.is_empty() => Ok(None),
+            Ok(payload) => SendMessagesReply::decode(&payload)
+                .map(|reply| reply.confirmations.first().copied()),
+            Err(ReplyError::Malformed(error)) => Err(error),
+            Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
+                // The same for every send in the frame as for one.
+                let attempt = self.status_attempt(now, link_id, code, maybe_applied);
+                self.routing.handle_result(now, request, target, attempt);
+                return;
+            }
+        };
+        let attempt = match confirmation {
+            Ok(confirmation) => {
+                let mut offset = confirmation.map(|c| c.base_offset);
+                for &(id, messages) in batch {
+                    if let Some(entry) = self.requests.get_mut(&id) {
+                        entry.reply = Some(Reply::Sent(SendReceipt {
+                            partition_id: confirmation
+                                .map_or(entry.partition.unwrap_or(0), |c| c.partition_id),
+                            base_offset: offset,
+                            messages,
+                            node,
+                        }));
+                    }
+                    offset = offset.map(|base| base.saturating_add(u64::from(messages)));
+                }
+                Attempt::Done(crate::routing::Served::Plain)
+            }
+            Err(error) => {
+                // Admitted in a body we cannot read: every send's outcome is unknown.
+                self.violation_settled(now, link_id, ProtocolViolation::MalformedReply(error));
+                Attempt::Unknown
+            }
+        };
+        self.routing.handle_result(now, request, target, attempt);
+    }
+
+    /// What an error status makes of the attempt in flight.
+    fn status_attempt(
+        &mut self,
+        now: Instant,
+        link_id: LinkId,
+        code: ErrorCode,
+        maybe_applied: bool,
+    ) -> Attempt {
+        if code == ErrorCode::TransientNotAccepted {
+            Attempt::Refused
+        } else if matches!(code, ErrorCode::Unauthenticated | ErrorCode::StaleClient) {
+            // This frame was never processed under a live session: sign in again and send
+            // anew, unless an earlier copy was answered 57 and may commit.
+            self.close_link_quietly(now, link_id);
+            if maybe_applied {
+                Attempt::Unknown
+            } else {
+                Attempt::NotSent
+            }
+        } else {
+            Attempt::Failed(RequestError::Server { code })
+        }
     }
 
     /// Closes a link whose exchange is already settled, so nothing is reported twice.

@@ -364,11 +364,12 @@ impl Router {
                             Some(at) => {
                                 // A replay is written only for a request still wanted: past
                                 // its deadline nothing more is written for it.
-                                let wanted = in_flight.request().is_none_or(|request| {
-                                    self.requests
-                                        .get(&request)
-                                        .is_some_and(|e| e.deadline > now)
-                                });
+                                let wanted = in_flight.request().is_none()
+                                    || in_flight.carried().any(|request| {
+                                        self.requests
+                                            .get(&request)
+                                            .is_some_and(|e| e.deadline > now)
+                                    });
                                 if !wanted {
                                     self.give_up_replay(now, id);
                                 } else if at <= now {

@@ -50,6 +50,9 @@ pub(crate) struct InFlight {
     pub(crate) replay_at: Option<Instant>,
     /// Replays of this frame so far (bounded by `Config::max_replays`).
     pub(crate) replays: u32,
+    /// A merged send's requests in frame order, the first being the job's, with each
+    /// one's message count; empty for any other exchange.
+    pub(crate) batch: Vec<(RequestId, u32)>,
 }
 
 /// The identity of one written frame, as its reply must echo it.
@@ -60,6 +63,14 @@ pub(crate) struct Sealed {
 }
 
 impl InFlight {
+    /// Every caller's request this exchange carries: the job's, and the sends merged into
+    /// its frame.
+    pub(crate) fn carried(&self) -> impl Iterator<Item = RequestId> + '_ {
+        self.request()
+            .into_iter()
+            .chain(self.batch.iter().skip(1).map(|(id, _)| *id))
+    }
+
     /// The caller's request this exchange carries, if any: only those are answered 57 and
     /// replayed.
     pub(crate) fn request(&self) -> Option<RequestId> {
@@ -84,6 +95,7 @@ impl std::fmt::Debug for InFlight {
             .field("sent", &self.sent)
             .field("replay_at", &self.replay_at)
             .field("replays", &self.replays)
+            .field("batch", &self.batch)
             .finish()
     }
 }

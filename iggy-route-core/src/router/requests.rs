@@ -23,6 +23,8 @@ pub(super) struct Entry {
     pub(super) reply: Option<Reply>,
     /// The link of its latest write: a 57 replay waiting there ends with the request.
     pub(super) link: Option<LinkId>,
+    /// The sends routing merged into this one's next frame (see `Decision::Write`).
+    pub(super) riders: Vec<RequestId>,
 }
 
 impl Router {
@@ -46,6 +48,7 @@ impl Router {
             partition: None,
             reply: None,
             link: None,
+            riders: Vec::new(),
         };
         self.requests.insert(id, entry);
         Ok(id)

@@ -65,11 +65,18 @@ impl Router {
             match decision {
                 Decision::Write {
                     request,
+                    coalesced,
                     target,
                     partition,
                 } => {
+                    for rider in &coalesced {
+                        if let Some(entry) = self.requests.get_mut(rider) {
+                            entry.partition = partition;
+                        }
+                    }
                     if let Some(entry) = self.requests.get_mut(&request) {
                         entry.partition = partition;
+                        entry.riders = coalesced;
                     }
                     match target {
                         Target::Node(node) => {
@@ -312,11 +319,20 @@ impl Router {
                 return;
             }
         }
-        let encoded = encode::encode(&entry.request, entry.partition, routed);
-        if let Some(entry) = self.requests.get_mut(&request) {
-            // A reply kept from an earlier attempt (a read asked again) is not this one's.
-            entry.reply = None;
-            entry.link = Some(link_id);
+        let (encoded, batch) = if entry.riders.is_empty() {
+            (
+                encode::encode(&entry.request, entry.partition, routed),
+                Vec::new(),
+            )
+        } else {
+            self.encode_merged(request)
+        };
+        for id in std::iter::once(request).chain(batch.iter().skip(1).map(|(id, _)| *id)) {
+            if let Some(entry) = self.requests.get_mut(&id) {
+                // A reply kept from an earlier attempt (a read asked again) is not this one's.
+                entry.reply = None;
+                entry.link = Some(link_id);
+            }
         }
         if let Some(link) = self.links.get_mut(&link_id) {
             link.last_used = now;
@@ -329,6 +345,38 @@ impl Router {
             encoded.code,
             encoded.frame,
         );
+        if let Some(in_flight) = self
+            .links
+            .get_mut(&link_id)
+            .and_then(|link| link.in_flight.as_mut())
+        {
+            in_flight.batch = batch;
+        }
+    }
+
+    /// One `SEND_MESSAGES` frame for a send and the sends coalesced behind it, and each
+    /// one's message count in frame order (the reply's base offset is the first message's;
+    /// each caller's offsets follow from the counts before it). A rider completed by its
+    /// deadline meanwhile is left out: it was never written.
+    fn encode_merged(&self, head: RequestId) -> (encode::Encoded, Vec<(RequestId, u32)>) {
+        let Some(entry) = self.requests.get(&head) else {
+            return (encode::Encoded::empty(), Vec::new());
+        };
+        let members: Vec<(RequestId, &Request)> = std::iter::once((head, &entry.request))
+            .chain(
+                entry
+                    .riders
+                    .iter()
+                    .filter_map(|id| self.requests.get(id).map(|rider| (*id, &rider.request))),
+            )
+            .collect();
+        let encoded =
+            encode::encode_sends(members.iter().map(|(_, request)| *request), entry.partition);
+        let batch = members
+            .iter()
+            .map(|(id, request)| (*id, encode::message_count(request)))
+            .collect();
+        (encoded, batch)
     }
 
     /// Frames and writes one exchange on a link.
@@ -385,6 +433,7 @@ impl Router {
             sent,
             replay_at: None,
             replays: 0,
+            batch: Vec::new(),
         });
         self.outputs.push_back(Output::Transmit {
             link: link_id,

@@ -56,9 +56,16 @@ pub(super) fn link_deadline(
                 // Waiting to replay a 57: nothing is on the wire, so no attempt timeout
                 // runs; the wait ends at the replay or when the request is over (at once
                 // when it is over already).
-                let request_over = in_flight.request().map_or(replay_at, |id| {
-                    requests.get(&id).map_or(last_now, |entry| entry.deadline)
-                });
+                let request_over = if in_flight.request().is_some() {
+                    // A merged frame is wanted while any of its callers waits for it.
+                    in_flight
+                        .carried()
+                        .filter_map(|id| requests.get(&id).map(|entry| entry.deadline))
+                        .max()
+                        .unwrap_or(last_now)
+                } else {
+                    replay_at
+                };
                 return Some((replay_at.min(request_over), TimerKind::Replay));
             }
             let heartbeat = link.last_sent + config.heartbeat_interval;

@@ -7,7 +7,7 @@ use tracing::debug;
 
 use super::lane::{Lookup, Route};
 use super::{Decision, LaneKey, Routing, RoutingCommands, Target, TimerKey};
-use crate::ids::NodeId;
+use crate::ids::{NodeId, RequestId};
 
 impl Routing {
     /// Moves a lane forward as far as its knowledge allows. Called after every change to
@@ -45,6 +45,10 @@ impl Routing {
             fresh && news
         });
         if let Some(route) = usable {
+            if let Some(until) = self.lingers_until(now, key, head) {
+                self.timers.insert((until, TimerKey::Linger(key.clone())));
+                return;
+            }
             self.release(key, route.node);
             return;
         }
@@ -80,21 +84,101 @@ impl Routing {
         }
     }
 
-    /// Writes the lane's head request to `node`.
+    /// Writes the lane's head request to `node`, with the sends queued behind it that fit
+    /// in the same frame.
     fn release(&mut self, key: &LaneKey, node: NodeId) {
+        let Some(lane) = self.lanes.get(key) else {
+            return;
+        };
+        let Some(&head) = lane.queue.front() else {
+            return;
+        };
+        let (riders, _) = self.mergeable(key, node);
         let Some(lane) = self.lanes.get_mut(key) else {
             return;
         };
-        let Some(head) = lane.queue.pop_front() else {
-            return;
-        };
+        lane.queue.drain(..=riders.len());
         lane.active = Some(head);
+        lane.riders.clone_from(&riders);
+        self.stats.coalesced += riders.len() as u64;
         let partition = self.pending.get(&head).and_then(|p| p.partition);
         self.decisions.push_back(Decision::Write {
             request: head,
+            coalesced: riders,
             target: Target::Node(node),
             partition,
         });
+    }
+
+    /// The sends behind a lane's head send that its frame to `node` can carry, in queue
+    /// order, and whether the frame is full (a bound reached, or a request that cannot ride
+    /// next in line). Only sends ride, only behind a send, and only those that may go to
+    /// `node` (not refused there under the route the lane has now).
+    fn mergeable(&self, key: &LaneKey, node: NodeId) -> (Vec<RequestId>, bool) {
+        let mut riders = Vec::new();
+        let Some(lane) = self.lanes.get(key) else {
+            return (riders, true);
+        };
+        let mut queued = lane.queue.iter();
+        let Some(head) = queued.next().and_then(|id| self.pending.get(id)) else {
+            return (riders, true);
+        };
+        let (LaneKey::Partition(_), Some(size)) = (key, head.facts.batch) else {
+            return (riders, true);
+        };
+        let max_messages = self.config.coalesce_max_messages;
+        let max_bytes = self.frame_allowance();
+        let (mut messages, mut bytes) = (size.messages, size.bytes);
+        for &id in queued {
+            let Some(pending) = self.pending.get(&id) else {
+                return (riders, true);
+            };
+            let Some(size) = pending.facts.batch else {
+                return (riders, true);
+            };
+            let barred = pending
+                .refused_by
+                .is_some_and(|(by, generation)| by == node && lane.generation <= generation);
+            let (total_messages, total_bytes) = (
+                messages.saturating_add(size.messages),
+                bytes.saturating_add(size.bytes),
+            );
+            if barred || total_messages > max_messages || total_bytes > max_bytes {
+                return (riders, true);
+            }
+            (messages, bytes) = (total_messages, total_bytes);
+            riders.push(id);
+        }
+        let full = messages >= max_messages || bytes >= max_bytes;
+        (riders, full)
+    }
+
+    /// The message bytes a merged frame may carry: `coalesce_max_bytes`, and never more
+    /// than a frame of `max_frame_size` holds around its header, metadata and batch header.
+    fn frame_allowance(&self) -> usize {
+        // Header, metadata section (at most 4 + 2 * 257 + 6 + 4) and batch header.
+        const OVERHEAD: usize = crate::wire::HEADER_SIZE + 528 + crate::wire::BATCH_HEADER_SIZE;
+        let frame = (self.config.max_frame_size as usize).saturating_sub(OVERHEAD);
+        (self.config.coalesce_max_bytes as usize).min(frame)
+    }
+
+    /// When a lane's head send lingers (see `Config::linger`): until `linger` after it was
+    /// submitted, unless the frame is full already or the head is being retried.
+    fn lingers_until(&self, now: Instant, key: &LaneKey, head: RequestId) -> Option<Instant> {
+        if self.config.linger.is_zero() {
+            return None;
+        }
+        let pending = self.pending.get(&head)?;
+        if pending.facts.batch.is_none() || pending.refused_by.is_some() {
+            return None;
+        }
+        let until = pending.submitted_at + self.config.linger;
+        if until <= now {
+            return None;
+        }
+        let node = self.lanes.get(key)?.route?.node;
+        let (_, full) = self.mergeable(key, node);
+        (!full).then_some(until)
     }
 
     /// A plain poll on a cluster without routing commands: a backup serves it from its own

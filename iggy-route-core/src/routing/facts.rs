@@ -5,7 +5,7 @@
 use crate::ids::TopicKey;
 use crate::partitioning::{Partitioning, hash_key};
 use crate::request::{AdminRequest, Reply, Request};
-use crate::wire::{Identifier, Name};
+use crate::wire::{Identifier, Message, Name};
 
 /// Everything routing needs of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +16,18 @@ pub struct RequestFacts {
     pub topic: Option<TopicKey>,
     /// How its partition is chosen once the topic's partition count is known.
     pub choice: PartitionChoice,
+    /// A send's size, by which sends queued for one partition are merged into one frame
+    /// (`None` for every other request).
+    pub batch: Option<BatchSize>,
+}
+
+/// How much a send adds to a frame it is merged into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSize {
+    /// Its messages.
+    pub messages: u32,
+    /// Its messages' encoded bytes (headers, payloads, user headers).
+    pub bytes: usize,
 }
 
 /// The kinds of request, as far as routing tells them apart.
@@ -116,11 +128,16 @@ impl Request {
                         hash: hash_key(key),
                     },
                 },
+                batch: Some(BatchSize {
+                    messages: u32::try_from(send.messages.len()).unwrap_or(u32::MAX),
+                    bytes: send.messages.iter().map(Message::frame_len).sum(),
+                }),
             },
             Request::StoreOffset(store) => RequestFacts {
                 kind: RequestKind::StoreOffset,
                 topic: topic(&store.stream, &store.topic),
                 choice: PartitionChoice::Explicit(store.partition_id),
+                batch: None,
             },
             Request::Poll(poll) => RequestFacts {
                 kind: RequestKind::Poll {
@@ -130,11 +147,13 @@ impl Request {
                 choice: poll
                     .partition_id
                     .map_or(PartitionChoice::None, PartitionChoice::Explicit),
+                batch: None,
             },
             Request::Admin(admin) => RequestFacts {
                 kind: admin_kind(admin),
                 topic: None,
                 choice: PartitionChoice::None,
+                batch: None,
             },
         }
     }

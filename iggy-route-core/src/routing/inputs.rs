@@ -15,7 +15,8 @@ use crate::ids::{NodeId, PartitionKey, RequestId};
 use crate::request::RequestError;
 
 impl Routing {
-    /// The outcome of one attempt of `request`, written to `target`.
+    /// The outcome of one attempt of `request`, written to `target`. For a frame that
+    /// carried coalesced sends (see [`Decision::Write`]) it applies to each of them.
     pub fn handle_result(
         &mut self,
         now: Instant,
@@ -28,69 +29,44 @@ impl Routing {
             return;
         };
         let place = pending.place.clone();
-        let completed = pending.completed;
+        let mut frame = vec![request];
         if let Place::Lane(key) = &place {
             match self.lanes.get_mut(key) {
-                Some(lane) if lane.active == Some(request) => lane.active = None,
+                Some(lane) if lane.active == Some(request) => {
+                    lane.active = None;
+                    frame.append(&mut lane.riders);
+                }
                 // A report for a request that is not in flight: nothing to act on.
                 Some(_) | None => return,
             }
-            if completed {
-                // Its deadline already completed it; it only held the lane.
-                self.pending.remove(&request);
+            // Requests their deadlines completed while in flight only held the lane.
+            frame.retain(|id| {
+                let over = self.pending.get(id).is_none_or(|p| p.completed);
+                if over {
+                    self.pending.remove(id);
+                }
+                !over
+            });
+            if frame.is_empty() {
                 self.pump_lane(now, key);
                 return;
             }
         }
         match attempt {
-            Attempt::Done(served) => {
-                // A reply to a read any replica serves says nothing of the primary.
-                let proves_primary = self
-                    .pending
-                    .get(&request)
-                    .is_some_and(|p| !self.served_by_any_replica(&p.facts));
-                if let (Place::Lane(key @ LaneKey::Partition(partition)), Target::Node(node)) =
-                    (&place, target)
-                {
-                    if proves_primary {
-                        self.admitted(key, partition, node);
-                    } else if let Some(lane) = self.lanes.get_mut(key) {
-                        // A served read ends a round of failed links, and teaches nothing.
-                        lane.tried.clear();
-                        lane.backoff_streak = 0;
-                    }
-                }
-                if let Some(RequestKind::MetadataWrite(write)) =
-                    self.pending.get(&request).map(|p| &p.facts.kind)
-                {
-                    let write = write.clone();
-                    self.own_write_at = Some(now);
-                    self.learn_own_write(now, &write, &served);
-                }
-                let absent = served == Served::Absent;
-                let deadline = self.deadline_of(request);
-                if absent
-                    && place == Place::Coordinator
-                    && let Some(wait) = self.doubt_wait(now, deadline)
-                {
-                    // The caller's own read of what it may just have created: ask again.
-                    debug!(%request, "absent shortly after our own metadata write; reading again");
-                    self.timers.insert((now + wait, TimerKey::Retry(request)));
-                    return;
-                }
-                self.complete(now, request, Ok(()));
-            }
+            Attempt::Done(served) => self.served(now, &frame, &place, target, &served),
             Attempt::Refused => {
                 self.stats.refusals += 1;
                 if let Target::Node(node) = target {
-                    self.decisions
-                        .push_back(Decision::Event(Event::Refused { request, node }));
+                    self.decisions.push_back(Decision::Event(Event::Refused {
+                        request: frame[0],
+                        node,
+                    }));
                 }
-                self.retry_elsewhere(now, request, &place, target);
+                self.retry_elsewhere(now, &frame, &place, target);
             }
-            Attempt::NotSent => self.retry_elsewhere(now, request, &place, target),
+            Attempt::NotSent => self.retry_elsewhere(now, &frame, &place, target),
             Attempt::Unknown => {
-                let retry = match &self.pending[&request].facts.kind {
+                let retry = match &self.pending[&frame[0]].facts.kind {
                     RequestKind::Send => self.delivery() == Delivery::AtLeastOnce,
                     // Storing the same offset twice leaves the same state.
                     RequestKind::StoreOffset => true,
@@ -99,33 +75,97 @@ impl Routing {
                     | RequestKind::MetadataWrite(_)) => !kind.is_write(),
                 };
                 if retry {
-                    self.requeue(now, request, &place);
+                    self.requeue(now, &frame, &place);
                 } else {
                     let node = node_of(target);
-                    self.complete(now, request, Err(RequestError::OutcomeUnknown { node }));
+                    let error = RequestError::OutcomeUnknown { node };
+                    self.complete_frame(now, &frame, &place, &Err(error));
                 }
             }
             Attempt::Failed(RequestError::Server { code })
                 if code.is_not_found()
                     && matches!(place, Place::Lane(LaneKey::Partition(_)))
-                    && self.doubt_wait(now, self.deadline_of(request)).is_some() =>
+                    && self.doubt_wait(now, self.deadline_of(frame[0])).is_some() =>
             {
                 // Shortly after our own metadata write, a node whose partition plane has
                 // not applied it yet does not know the partition (seen on the real
                 // cluster right after `CREATE_PARTITIONS`). Nothing was admitted: try the
                 // next node, as after a refusal, within the request's deadline.
-                debug!(%request, ?code, "partition unknown to the node soon after our write; trying elsewhere");
-                self.retry_elsewhere(now, request, &place, target);
+                debug!(request = %frame[0], ?code, "partition unknown to the node soon after our write; trying elsewhere");
+                self.retry_elsewhere(now, &frame, &place, target);
             }
             Attempt::Failed(error) => {
                 if let RequestError::Server { code } = &error
                     && code.is_not_found()
-                    && let Some(topic) = self.topic_of(request)
+                    && let Some(topic) = self.topic_of(frame[0])
                 {
                     self.invalidate_topic(&topic);
                 }
-                self.complete(now, request, Err(error));
+                self.complete_frame(now, &frame, &place, &Err(error));
             }
+        }
+    }
+
+    /// A node admitted and answered the frame.
+    fn served(
+        &mut self,
+        now: Instant,
+        frame: &[RequestId],
+        place: &Place,
+        target: Target,
+        served: &Served,
+    ) {
+        let head = frame[0];
+        // A reply to a read any replica serves says nothing of the primary.
+        let proves_primary = self
+            .pending
+            .get(&head)
+            .is_some_and(|p| !self.served_by_any_replica(&p.facts));
+        if let (Place::Lane(key @ LaneKey::Partition(partition)), Target::Node(node)) =
+            (place, target)
+        {
+            if proves_primary {
+                self.admitted(key, partition, node);
+            } else if let Some(lane) = self.lanes.get_mut(key) {
+                // A served read ends a round of failed links, and teaches nothing.
+                lane.tried.clear();
+                lane.backoff_streak = 0;
+            }
+        }
+        if let Some(RequestKind::MetadataWrite(write)) =
+            self.pending.get(&head).map(|p| &p.facts.kind)
+        {
+            let write = write.clone();
+            self.own_write_at = Some(now);
+            self.learn_own_write(now, &write, served);
+        }
+        let deadline = self.deadline_of(head);
+        if *served == Served::Absent
+            && *place == Place::Coordinator
+            && let Some(wait) = self.doubt_wait(now, deadline)
+        {
+            // The caller's own read of what it may just have created: ask again.
+            debug!(request = %head, "absent shortly after our own metadata write; reading again");
+            self.timers.insert((now + wait, TimerKey::Retry(head)));
+            return;
+        }
+        self.complete_frame(now, frame, place, &Ok(()));
+    }
+
+    /// Completes every request of a frame with the same outcome, in frame order, then moves
+    /// the lane on once.
+    fn complete_frame(
+        &mut self,
+        now: Instant,
+        frame: &[RequestId],
+        place: &Place,
+        outcome: &Result<(), RequestError>,
+    ) {
+        for &id in frame {
+            let _ = self.settle(id, outcome.clone());
+        }
+        if let Place::Lane(key) = place {
+            self.pump_lane(now, key);
         }
     }
 
@@ -154,16 +194,23 @@ impl Routing {
         }
     }
 
-    /// The request was not admitted at `target`: drop the route that led there and act on
-    /// it at once (a lookup, or the next candidate), never a replay on the same node.
-    fn retry_elsewhere(&mut self, now: Instant, request: RequestId, place: &Place, target: Target) {
+    /// The frame was not admitted at `target`: drop the route that led there and act on
+    /// it at once (a lookup, or the next candidate), never a replay on the same node. Its
+    /// requests go back to the head of their lane in their order.
+    fn retry_elsewhere(
+        &mut self,
+        now: Instant,
+        frame: &[RequestId],
+        place: &Place,
+        target: Target,
+    ) {
         match (place, node_of(target)) {
             (Place::Lane(key), Some(node)) => {
                 // A read whose link failed says nothing of the primary either: the route
                 // stays, and the read skips its node for this round (`tried`).
                 let read = self
                     .pending
-                    .get(&request)
+                    .get(&frame[0])
                     .is_some_and(|p| self.served_by_any_replica(&p.facts));
                 if let Some(lane) = self.lanes.get_mut(key) {
                     if !read && lane.route.is_some_and(|r| r.node == node) {
@@ -176,40 +223,51 @@ impl Routing {
                         lane.tried.push(node);
                     }
                     let generation = lane.generation;
-                    lane.queue.push_front(request);
-                    if let Some(pending) = self.pending.get_mut(&request) {
-                        pending.refused_by = Some((node, generation));
+                    for &id in frame.iter().rev() {
+                        lane.queue.push_front(id);
+                        if let Some(pending) = self.pending.get_mut(&id) {
+                            pending.refused_by = Some((node, generation));
+                        }
                     }
                 }
-                debug!(%request, %node, "not admitted; rerouting");
+                debug!(request = %frame[0], %node, "not admitted; rerouting");
                 self.pump_lane(now, key);
             }
             // A lane request always goes to a node; were it ever reported from elsewhere,
             // it goes back to the head of its lane and asks again.
-            (Place::Lane(_), None) => self.requeue(now, request, place),
+            (Place::Lane(_), None) => self.requeue(now, frame, place),
             (Place::Coordinator, _) => {
                 // A read the coordinator's node could not serve yet (for example its
                 // metadata floor): ask again after a short jittered wait.
-                let wait = self.backoff_for(0);
-                self.timers.insert((now + wait, TimerKey::Retry(request)));
+                for &id in frame {
+                    let wait = self.backoff_for(0);
+                    self.timers.insert((now + wait, TimerKey::Retry(id)));
+                }
             }
             (Place::Topic(_), _) => {}
         }
     }
 
-    fn requeue(&mut self, now: Instant, request: RequestId, place: &Place) {
+    fn requeue(&mut self, now: Instant, frame: &[RequestId], place: &Place) {
         match place {
             Place::Lane(key) => {
                 if let Some(lane) = self.lanes.get_mut(key) {
-                    lane.queue.push_front(request);
+                    for &id in frame.iter().rev() {
+                        lane.queue.push_front(id);
+                    }
                 }
                 self.pump_lane(now, key);
             }
-            Place::Coordinator => self.decisions.push_back(Decision::Write {
-                request,
-                target: Target::Coordinator,
-                partition: None,
-            }),
+            Place::Coordinator => {
+                for &id in frame {
+                    self.decisions.push_back(Decision::Write {
+                        request: id,
+                        coalesced: Vec::new(),
+                        target: Target::Coordinator,
+                        partition: None,
+                    });
+                }
+            }
             Place::Topic(_) => {}
         }
     }
@@ -218,6 +276,7 @@ impl Routing {
         if self.live(request).is_some() {
             self.decisions.push_back(Decision::Write {
                 request,
+                coalesced: Vec::new(),
                 target: Target::Coordinator,
                 partition: None,
             });

@@ -40,6 +40,9 @@ pub(crate) struct Lane {
     /// deadline completes it, until the link reports the attempt over, so that the next
     /// request of the partition cannot overtake it on the wire.
     pub(crate) active: Option<RequestId>,
+    /// The sends merged into the active request's frame, in frame order: in flight with it,
+    /// and settled with it.
+    pub(crate) riders: Vec<RequestId>,
     pub(crate) route: Option<Route>,
     pub(crate) lookup: Lookup,
     /// Bumped by every new piece of route knowledge (a lookup answer, a discovery round).
@@ -61,6 +64,7 @@ impl Lane {
         Self {
             queue: VecDeque::new(),
             active: None,
+            riders: Vec::new(),
             route: None,
             lookup: Lookup::Idle,
             generation: 0,
@@ -71,9 +75,14 @@ impl Lane {
         }
     }
 
-    /// Requests waiting plus the one in flight: what the per-lane bound counts.
+    /// Requests waiting plus those in flight: what the per-lane bound counts.
     pub(crate) fn len(&self) -> usize {
-        self.queue.len() + usize::from(self.active.is_some())
+        self.queue.len() + usize::from(self.active.is_some()) + self.riders.len()
+    }
+
+    /// Whether the request is in the frame in flight (the active one or a rider).
+    pub(crate) fn in_flight(&self, id: RequestId) -> bool {
+        self.active == Some(id) || self.riders.contains(&id)
     }
 
     pub(crate) fn in_backoff(&self, now: Instant) -> bool {

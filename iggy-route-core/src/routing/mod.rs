@@ -39,7 +39,7 @@ use crate::ids::{NodeId, PartitionKey, RequestId, TopicKey};
 use crate::request::{RequestError, SubmitError};
 use crate::rng::Rng;
 
-pub use facts::{OwnWrite, PartitionChoice, RequestFacts, RequestKind, Served};
+pub use facts::{BatchSize, OwnWrite, PartitionChoice, RequestFacts, RequestKind, Served};
 use lane::Lane;
 pub use lane::LaneKey;
 use topics::TopicState;
@@ -83,6 +83,8 @@ enum TimerKey {
     /// Look a backing-off lane's route up again (see [`Lane::recheck_node`]).
     Recheck(LaneKey),
     Topic(TopicKey),
+    /// A lane's first send has waited `Config::linger` for company.
+    Linger(LaneKey),
 }
 
 /// The routing layer. See the module documentation for its rules.
@@ -202,6 +204,7 @@ impl Routing {
             }
             Place::Coordinator => self.decisions.push_back(Decision::Write {
                 request: id,
+                coalesced: Vec::new(),
                 target: Target::Coordinator,
                 partition: None,
             }),
@@ -264,6 +267,7 @@ impl Routing {
                     self.pump_lane(now, &lane);
                 }
                 TimerKey::Recheck(lane) => self.recheck_route(&lane, now),
+                TimerKey::Linger(lane) => self.pump_lane(now, &lane),
                 TimerKey::Topic(topic) => self.retry_topic(now, topic),
                 TimerKey::Retry(id) => self.retry_coordinator(id),
             }
@@ -301,6 +305,7 @@ impl Routing {
             TimerKey::Lane(_) => RoutingTimer::LaneBackoff,
             TimerKey::Recheck(_) => RoutingTimer::RouteRecheck,
             TimerKey::Topic(_) => RoutingTimer::TopicRetry,
+            TimerKey::Linger(_) => RoutingTimer::Linger,
         };
         Some((*at, reason))
     }
@@ -399,19 +404,25 @@ impl Routing {
         self.complete(now, id, Err(RequestError::TimedOut { after }));
     }
 
-    /// Completes a request exactly once. A request still active in its lane stays there as a
-    /// marker (see [`Lane::active`]) until its attempt is reported over.
+    /// Completes a request exactly once. A request still in flight in its lane stays there
+    /// as a marker (see [`Lane::active`]) until its attempt is reported over.
     pub(crate) fn complete(
         &mut self,
         now: Instant,
         id: RequestId,
         outcome: Result<(), RequestError>,
     ) {
-        let Some(pending) = self.pending.get_mut(&id) else {
-            return;
-        };
+        if let Some(Place::Lane(key)) = self.settle(id, outcome) {
+            self.pump_lane(now, &key);
+        }
+    }
+
+    /// [`Routing::complete`] without moving the lane on: the caller pumps it once after
+    /// settling a whole frame. The request's place, when it was completed now.
+    fn settle(&mut self, id: RequestId, outcome: Result<(), RequestError>) -> Option<Place> {
+        let pending = self.pending.get_mut(&id)?;
         if pending.completed {
-            return;
+            return None;
         }
         let place = pending.place.clone();
         let deadline = pending.deadline;
@@ -426,7 +437,7 @@ impl Routing {
             }
             Place::Lane(key) => {
                 if let Some(lane) = self.lanes.get_mut(key) {
-                    if lane.active == Some(id) {
+                    if lane.in_flight(id) {
                         keep_marker = true;
                     } else {
                         lane.remove_waiting(id);
@@ -453,9 +464,7 @@ impl Routing {
             request: id,
             outcome,
         });
-        if let Place::Lane(key) = place {
-            self.pump_lane(now, &key);
-        }
+        Some(place)
     }
 
     /// Whether a backup would serve `request` without refusing it, so that its admission

@@ -25,6 +25,10 @@ pub enum Decision {
     Write {
         /// The request.
         request: RequestId,
+        /// Sends of the same partition that ride in the same frame, after `request`'s
+        /// messages and in this order (coalescing). Whatever the frame comes to is
+        /// reported once, for `request`, and applies to each of them.
+        coalesced: Vec<RequestId>,
         /// Where.
         target: Target,
         /// The partition chosen for it (requests of a partition's lane).
@@ -54,7 +58,7 @@ pub enum Decision {
 }
 
 /// What one attempt of a request came to, as the link layer saw it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Attempt {
     /// The node admitted and answered it; what the answer says, as far as routing cares.
     Done(Served),
@@ -128,4 +132,6 @@ pub enum RoutingTimer {
     RouteRecheck,
     /// A topic's partition count is to be read again.
     TopicRetry,
+    /// A partition's first send has lingered long enough for more to merge with.
+    Linger,
 }

@@ -151,20 +151,20 @@ pub(crate) fn put_batch(mut header: BatchHeader, frames: &[FrameSpec<'_>], out: 
 ///
 /// Producers pass zeros for `partition_id`, `base_offset` and `base_timestamp`;
 /// a server stamps them when it stores or serves the batch.
-pub fn encode_batch(
+pub fn encode_batch<'a>(
     partition_id: u32,
     base_offset: u64,
     base_timestamp: u64,
-    messages: &[Message],
+    messages: impl IntoIterator<Item = &'a Message, IntoIter: Clone>,
     out: &mut BytesMut,
 ) {
+    let messages = messages.into_iter();
     let origin = messages
-        .iter()
+        .clone()
         .map(|m| m.origin_timestamp)
         .min()
         .unwrap_or(0);
     let frames: Vec<FrameSpec<'_>> = messages
-        .iter()
         .enumerate()
         .map(|(index, m)| FrameSpec {
             id: m.id,

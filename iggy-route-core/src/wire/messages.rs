@@ -54,29 +54,34 @@ impl SendMessagesRequest {
             &self.stream,
             &self.topic,
             &self.partitioning,
-            &self.messages,
+            self.messages.iter(),
             out,
         );
     }
 
     /// [`SendMessagesRequest::encode`] from borrowed parts, so a caller that keeps its
-    /// messages elsewhere need not clone them into a request first.
-    pub fn encode_parts(
+    /// messages elsewhere (or in several requests, merged into one batch) need not clone
+    /// them into a request first.
+    pub fn encode_parts<'a>(
         stream: &Identifier,
         topic: &Identifier,
         partitioning: &Partitioning,
-        messages: &[Message],
+        messages: impl Iterator<Item = &'a Message> + Clone,
         out: &mut BytesMut,
     ) {
         let metadata_len =
             stream.encoded_len() + topic.encoded_len() + partitioning.encoded_len() + 4;
-        let frames: usize = messages.iter().map(Message::frame_len).sum();
+        let (count, frames) = messages
+            .clone()
+            .fold((0usize, 0usize), |(count, bytes), m| {
+                (count + 1, bytes + m.frame_len())
+            });
         out.reserve(4 + metadata_len + BATCH_HEADER_SIZE + frames);
         out.put_u32_le(len_u32(metadata_len));
         stream.encode(out);
         topic.encode(out);
         partitioning.encode(out);
-        out.put_u32_le(len_u32(messages.len()));
+        out.put_u32_le(len_u32(count));
         encode_batch(0, 0, 0, messages, out);
     }
 

@@ -417,6 +417,7 @@ impl Simulation {
                 .iter()
                 .map(|r| r.stats().protocol_violations)
                 .sum(),
+            coalesced: self.routers.iter().map(|r| r.stats().coalesced).sum(),
         }
     }
 }

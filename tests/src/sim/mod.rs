@@ -83,6 +83,8 @@ pub struct SimReport {
     pub replays: u64,
     /// Links the routers closed because a node broke the protocol.
     pub protocol_violations: u64,
+    /// Sends the routers wrote merged behind another send of their partition.
+    pub coalesced: u64,
 }
 
 /// How to run a seed.

@@ -49,6 +49,10 @@ pub struct Scenario {
     pub network: NetworkConfig,
     /// How long the workload keeps submitting.
     pub workload_span: Duration,
+    /// Most messages a merged frame carries (1: no coalescing).
+    pub coalesce_max_messages: u32,
+    /// How long a partition's first send waits for more to merge with.
+    pub linger: Duration,
 }
 
 impl Scenario {
@@ -62,6 +66,19 @@ impl Scenario {
             _ => FaultRate::Storm,
         };
         let latency_max = rng.duration(Duration::from_millis(1), Duration::from_millis(15));
+        // Coalescing draws from its own stream, so the knobs above stay what they were for
+        // every seed.
+        let mut merging = SimRng::new(seed, 0xC0A1_E5CE);
+        let coalesce_max_messages = match merging.range(0, 9) {
+            0 | 1 => 1,
+            2..=5 => merging.range(2, 12) as u32,
+            _ => 1_000,
+        };
+        let linger = if merging.chance(30) {
+            merging.duration(Duration::from_micros(200), Duration::from_millis(5))
+        } else {
+            Duration::ZERO
+        };
         Self {
             seed,
             routers: rng.range(2, 4) as usize,
@@ -83,6 +100,8 @@ impl Scenario {
                 split_percent: rng.range(0, 30),
             },
             workload_span: rng.duration(Duration::from_millis(1_000), Duration::from_millis(3_000)),
+            coalesce_max_messages,
+            linger,
         }
     }
 
@@ -111,6 +130,8 @@ impl Scenario {
             config.max_pending_per_lane = 200;
         }
         config.delivery = self.delivery;
+        config.coalesce_max_messages = self.coalesce_max_messages;
+        config.linger = self.linger;
         config
     }
 
