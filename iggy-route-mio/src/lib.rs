@@ -30,11 +30,25 @@
 //!
 //! Streams and topics are named by number (`1u32`), by name (`"orders"`) or by
 //! [`Identifier`].
+//!
+//! # Backpressure
+//! The router holds at most `Config::max_pending_requests` requests (and
+//! `max_pending_per_lane` per partition). A call it has no room for waits: it is parked
+//! on the I/O thread and submitted when requests complete, in the order the calls were
+//! made (a later call never overtakes one that waits, so one thread's sends to a
+//! partition stay in order). The wait lasts at most `Config::request_timeout`, after which
+//! the call fails with [`ClientError::QueueFull`]; at most `max_pending_requests` calls
+//! wait, and a call beyond them fails with `QueueFull` at once. [`Client::try_send`] and
+//! [`Client::try_request`] never wait: they fail with `QueueFull` at once when the router
+//! is full or other calls are waiting. [`Client::shutdown`] ends waiting calls with
+//! [`ClientError::Closed`].
 
 mod client;
 mod connection;
 mod io_loop;
+mod parking;
 mod resolve;
+mod responder;
 #[cfg(test)]
 mod tests;
 
