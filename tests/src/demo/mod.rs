@@ -9,6 +9,7 @@
 //! the SDK's 4 s stalls show in the wall time instead of being cut off silently.
 
 pub mod load;
+pub mod producer;
 pub mod report;
 pub mod route_mio;
 pub mod route_tokio;
