@@ -25,7 +25,7 @@ pub fn produce(
             topic,
             producer,
             payload: payload.clone(),
-            messages: load.batch_messages,
+            messages: load.messages_per_send(),
         })
         .collect();
     produce_blocking(paths, load, progress)

@@ -49,7 +49,7 @@ pub fn run_embedded(
 ) -> Result<Row, String> {
     let cluster = runtimes.cluster.block_on(EmbeddedCluster::start(scenario));
     let (stream, topic) = (cluster.stream, cluster.topic);
-    let label = format!("{client} {scenario}");
+    let label = format!("{} {client} {scenario}", load.kind);
     let result = match client {
         ClientKind::Sdk => runtimes.clients.block_on(async {
             let clients = sdk::connect(
@@ -66,6 +66,7 @@ pub fn run_embedded(
             let measurement = measured.map_err(|error| format!("SDK: {error}"))?;
             let after = cluster.counters();
             Ok(Row {
+                load: load.kind,
                 client,
                 scenario,
                 measurement,
@@ -124,7 +125,7 @@ pub fn run_external(
             .block_on(route_tokio::stored_messages(&config, stream, topic))
     };
     let stored_before = stored_count();
-    let label = format!("{client} external");
+    let label = format!("{} {client} external", load.kind);
     let row = match client {
         ClientKind::Sdk => run_sdk_external(runtimes, &config, (stream, topic), load, label),
         ClientKind::RouteTokio | ClientKind::RouteMio => run_route(
@@ -172,6 +173,7 @@ fn run_sdk_external(
         let measured = sdk::produce(clients, stream, topic, load, line.progress()).await;
         line.finish();
         Ok(Row {
+            load: load.kind,
             client: ClientKind::Sdk,
             scenario: Scenario::External,
             measurement: measured.map_err(|error| format!("SDK: {error}"))?,
@@ -223,6 +225,7 @@ fn run_route(
         ClientKind::Sdk => return Err("the SDK is not an iggy-route client".to_owned()),
     };
     Ok(Row {
+        load: load.kind,
         client,
         scenario: Scenario::External,
         measurement,

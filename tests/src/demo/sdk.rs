@@ -45,7 +45,7 @@ pub async fn produce(
             topic: topic.clone(),
             producer,
             payload: payload.clone(),
-            messages: load.batch_messages,
+            messages: load.messages_per_send(),
         })
         .collect();
     Ok(produce_async(paths, load, progress).await)
