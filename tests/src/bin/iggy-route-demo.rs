@@ -64,6 +64,11 @@ struct Args {
     /// Keep the SDK's default `nodelay=false` (Nagle on: ~40 ms per send on loopback).
     #[arg(long)]
     sdk_nagle: bool,
+    /// On the embedded cluster: every commit of a partition write takes N ms before its
+    /// reply (0: at once), as a slow disk or a distant replica would make it. Only the
+    /// connection that sent it waits; the node goes on answering the others.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    slow_commit_ms: u64,
     /// Concurrent producers per client.
     #[arg(long, default_value_t = 12)]
     producers: usize,
@@ -73,6 +78,11 @@ fn main() -> ExitCode {
     let args = Args::parse();
     if !(args.seconds > 0.0 && args.seconds.is_finite()) || args.producers == 0 {
         eprintln!("--seconds must be positive and --producers at least 1");
+        return ExitCode::FAILURE;
+    }
+    if args.cluster.is_some() && args.slow_commit_ms > 0 {
+        // A real cluster commits at its own pace: the figure would be a false label.
+        eprintln!("--slow-commit-ms applies to the embedded cluster, not to --cluster");
         return ExitCode::FAILURE;
     }
     // The settings every load shares; each run takes one with its own kind.
@@ -113,7 +123,8 @@ fn main() -> ExitCode {
         println!("{warning}");
     }
     if args.json {
-        println!("{}", report::json(&rows));
+        let slow_commit_ms = args.cluster.is_none().then_some(args.slow_commit_ms);
+        println!("{}", report::json(&rows, slow_commit_ms));
     }
     if rows.is_empty() {
         ExitCode::FAILURE
@@ -138,13 +149,16 @@ fn describe_loads(loads: &[LoadKind]) -> String {
 fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
     println!(
         "iggy-route demo: {NODES}-node loopback cluster, topic of {PARTITIONS} partitions, \
-         loads {}, {} producers, messages of {} B, {:.1} s per run, fresh cluster per run; SDK with nodelay={}",
+         loads {}, {} producers, messages of {} B, {:.1} s per run, fresh cluster per run, \
+         slow commit {} ms; SDK with nodelay={}",
         describe_loads(&args.loads),
         load.producers,
         load.payload_bytes,
         load.duration.as_secs_f64(),
+        args.slow_commit_ms,
         load.sdk_nodelay
     );
+    let commit = Duration::from_millis(args.slow_commit_ms);
     let mut rows = Vec::new();
     for &kind in &args.loads {
         let load = Load { kind, ..*load };
@@ -154,7 +168,7 @@ fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
                 continue;
             }
             for &client in &args.clients {
-                match runner::run_embedded(runtimes, client, scenario, &load) {
+                match runner::run_embedded(runtimes, client, scenario, &load, commit) {
                     Ok(row) => rows.push(row),
                     Err(error) => eprintln!("{kind} {client} {scenario}: run failed: {error}"),
                 }

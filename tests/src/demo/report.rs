@@ -113,8 +113,9 @@ pub fn warnings(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
-/// `{"results":[...]}` on one line.
-pub fn json(rows: &[Row]) -> String {
+/// `{"slow_commit_ms":N,"results":[...]}` on one line. `slow_commit_ms` is the embedded
+/// cluster's commit time, `null` on a real cluster (whose commit time is its own).
+pub fn json(rows: &[Row], slow_commit_ms: Option<u64>) -> String {
     let entries: Vec<String> = rows
         .iter()
         .map(|row| {
@@ -147,7 +148,11 @@ pub fn json(rows: &[Row]) -> String {
             )
         })
         .collect();
-    format!("{{\"results\":[{}]}}", entries.join(","))
+    let slow_commit_ms = slow_commit_ms.map_or_else(|| "null".to_owned(), |ms| ms.to_string());
+    format!(
+        "{{\"slow_commit_ms\":{slow_commit_ms},\"results\":[{}]}}",
+        entries.join(",")
+    )
 }
 
 fn note(row: &Row) -> String {

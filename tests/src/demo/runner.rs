@@ -4,6 +4,8 @@
 //! never queue behind the cluster's (and the embedded cluster plays a server, not a
 //! co-tenant of the client's executor).
 
+use std::time::Duration;
+
 use iggy_route_core::wire::Identifier;
 use iggy_route_core::{Config, Credentials};
 use tokio::runtime::Runtime;
@@ -40,14 +42,18 @@ impl Runtimes {
     }
 }
 
-/// Runs `client` in `scenario` on a fresh embedded cluster.
+/// Runs `client` in `scenario` on a fresh embedded cluster whose partition commits take
+/// `commit` each.
 pub fn run_embedded(
     runtimes: &Runtimes,
     client: ClientKind,
     scenario: Scenario,
     load: &Load,
+    commit: Duration,
 ) -> Result<Row, String> {
-    let cluster = runtimes.cluster.block_on(EmbeddedCluster::start(scenario));
+    let cluster = runtimes
+        .cluster
+        .block_on(EmbeddedCluster::start(scenario, commit));
     let (stream, topic) = (cluster.stream, cluster.topic);
     let label = format!("{} {client} {scenario}", load.kind);
     let result = match client {
