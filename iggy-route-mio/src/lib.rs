@@ -42,11 +42,33 @@
 //! [`Client::try_request`] never wait: they fail with `QueueFull` at once when the router
 //! is full or other calls are waiting. [`Client::shutdown`] ends waiting calls with
 //! [`ClientError::Closed`].
+//!
+//! # Producers
+//! [`Client::producer`] sets up a [`Producer`] of one topic, the SDK's `IggyProducer`:
+//! direct (each `send` cut into chunks of `batch_length` messages, every acknowledgement
+//! waited for), or background (`send` buffers within bounds and returns a
+//! [`producer::Delivery`] that resolves to that call's own receipt; one thread per
+//! producer submits batches in order, several in flight). See [`producer`].
+//!
+//! ```no_run
+//! # fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use iggy_route_mio::{BackgroundConfig, Client, Message};
+//!
+//! let client = Client::from_connection_string("iggy://iggy:iggy@127.0.0.1:8090")?;
+//! let producer = client.producer("orders", "events")?.background(BackgroundConfig::default()).build()?;
+//! for n in 0..1000 {
+//!     producer.send_one(Message { payload: format!("order {n}").into(), ..Message::default() })?;
+//! }
+//! producer.shutdown()?; // flushes: every message acknowledged, or the failures reported
+//! # Ok(())
+//! # }
+//! ```
 
 mod client;
 mod connection;
 mod io_loop;
 mod parking;
+pub mod producer;
 mod resolve;
 mod responder;
 #[cfg(test)]
@@ -62,4 +84,8 @@ pub use iggy_route_core::wire::{
 pub use iggy_route_core::{
     Config, Credentials, Delivery, PollRequest, Reply, Request, RequestError, SendReceipt, Stats,
     SubmitError,
+};
+pub use producer::{
+    BackgroundConfig, Backpressure, ErrorCallback, Producer, ProducerBuilder, ProducerError,
+    ProducerStats, SendFailure,
 };
