@@ -30,10 +30,22 @@
 //!
 //! Streams and topics are named by number (`1u32`), by name (`"orders"`) or by
 //! [`Identifier`].
+//!
+//! # Backpressure
+//! The router holds at most `Config::max_pending_requests` requests (and
+//! `Config::max_pending_per_lane` for one partition). A request that finds no room waits
+//! for it, in line: first in, first out, so that a later call never overtakes one that
+//! waits (one caller's sends to one partition keep their order). It waits at most
+//! `Config::request_timeout` from the call, and the line holds at most
+//! `max_pending_requests` requests; past either bound the call fails with
+//! [`ClientError::QueueFull`]. [`Client::try_send`] and [`Client::try_request`] never wait:
+//! they fail with `QueueFull` at once when there is no room, or when requests wait in line.
+//! [`Client::shutdown`] fails every waiting request with [`ClientError::Closed`].
 
 mod client;
 mod connection;
 mod driver;
+mod waiting;
 
 pub use client::Client;
 pub use iggy_route_core::client::ClientError;
