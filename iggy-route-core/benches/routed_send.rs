@@ -311,6 +311,119 @@ impl Bench {
     }
 }
 
+impl Bench {
+    /// One round of coalescing on one partition: a send goes out, `riders` sends queue
+    /// behind it, its reply releases them as one merged frame, whose reply completes them
+    /// all. Returns the time spent in the router's calls for the riders (the lone send's
+    /// round is timed by `routed_send`), with allocations counted over the same calls.
+    fn coalesced_round(&mut self, riders: usize, payload: &Bytes) -> Duration {
+        let single = |payload: &Bytes| {
+            Request::Send(SendRequest {
+                stream: Identifier::Numeric(1),
+                topic: Identifier::Numeric(1),
+                partitioning: Partitioning::PartitionId(0),
+                messages: vec![Message {
+                    payload: payload.clone(),
+                    ..Message::default()
+                }],
+            })
+        };
+        self.now += Duration::from_micros(1);
+        self.router.submit(self.now, single(payload)).unwrap();
+        let (link, bytes) = self.next_transmit();
+        let first_reply = self.cluster.answer(self.links[&link], &bytes);
+        let requests: Vec<Request> = (0..riders).map(|_| single(payload)).collect();
+
+        COUNTING.store(true, Ordering::Relaxed);
+        let started = Instant::now();
+        for request in requests {
+            self.router.submit(self.now, request).unwrap();
+        }
+        let queued = started.elapsed();
+        COUNTING.store(false, Ordering::Relaxed);
+
+        // The lone send's reply releases the riders as one frame.
+        self.router.handle_read(self.now, link, &first_reply);
+        let mut done = 0;
+        let merged = loop {
+            match self.router.poll_output() {
+                Some(Output::Transmit { link, bytes }) => break (link, bytes),
+                Some(Output::Completed { outcome, .. }) => {
+                    outcome.unwrap();
+                    done += 1;
+                }
+                Some(Output::Event(_)) => {}
+                other => panic!("expected the merged Transmit, got {other:?}"),
+            }
+        };
+        assert_eq!(done, 1, "the lone send completes first");
+        let (link, bytes) = merged;
+        let reply = self.cluster.answer(self.links[&link], &bytes);
+        drop(bytes);
+        self.now += Duration::from_micros(1);
+
+        COUNTING.store(true, Ordering::Relaxed);
+        let started = Instant::now();
+        self.router.handle_read(self.now, link, &reply);
+        let mut completed = 0;
+        while let Some(output) = self.router.poll_output() {
+            if let Output::Completed { outcome, .. } = output {
+                black_box(outcome.unwrap());
+                completed += 1;
+            }
+        }
+        let answered = started.elapsed();
+        COUNTING.store(false, Ordering::Relaxed);
+        assert_eq!(completed, riders, "every rider completes from one reply");
+        self.completed += 1 + riders as u64;
+        self.router.handle_timeout(self.now);
+        self.settle();
+        queued + answered
+    }
+
+    fn next_transmit(&mut self) -> (LinkId, Bytes) {
+        loop {
+            match self.router.poll_output() {
+                Some(Output::Transmit { link, bytes }) => return (link, bytes),
+                Some(Output::Event(_)) => {}
+                other => panic!("expected one Transmit in steady state, got {other:?}"),
+            }
+        }
+    }
+}
+
+/// The cost per message of a coalesced send: 1-message sends queued behind a write in
+/// flight, merged `riders` to a frame (the router's share only: submit, the merged frame's
+/// encoding, the reply's decoding and one receipt per caller).
+fn measure_coalesced(riders: usize, rounds: u64) {
+    let payload = Bytes::from(vec![b'x'; 100]);
+    let mut bench = Bench::new();
+    bench.settle();
+    for batch in 0..1_000 {
+        bench.warm_up_send(send_request(batch, 1, &payload));
+    }
+    let coalesced_before = bench.router.stats().coalesced;
+    ALLOCATIONS.store(0, Ordering::Relaxed);
+    let mut in_router = Duration::ZERO;
+    for _ in 0..rounds {
+        in_router += bench.coalesced_round(riders, &payload);
+    }
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    let stats = bench.router.stats();
+    assert_eq!(stats.refusals, 0, "steady state must not see refusals");
+    let sends = rounds * riders as u64;
+    assert_eq!(
+        stats.coalesced - coalesced_before,
+        rounds * (riders as u64 - 1),
+        "each round is one merged frame"
+    );
+    println!(
+        "coalesced send,   1 x 100 B, {riders} per frame: {:>6.0} ns/message, {:>5.2} allocations/message ({sends} sends in {rounds} frames)",
+        in_router.as_nanos() as f64 / sends as f64,
+        allocations as f64 / sends as f64,
+    );
+}
+
 fn send_request(batch: u64, messages: usize, payload: &Bytes) -> Request {
     Request::Send(SendRequest {
         stream: Identifier::Numeric(1),
@@ -357,5 +470,9 @@ fn main() {
     let sends = if quick { 2_000 } else { 200_000 };
     for messages in [1, 100] {
         measure(messages, sends);
+    }
+    let rounds = sends / 100;
+    for riders in [10, 100] {
+        measure_coalesced(riders, rounds);
     }
 }

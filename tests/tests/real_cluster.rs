@@ -227,6 +227,68 @@ fn every_partition_reads_its_own_writes_and_stored_equals_acknowledged() {
     }
 }
 
+/// Eight threads send one message at a time to one partition, so sends queue behind the
+/// write in flight and ride merged frames: the real server must take a merged batch, and
+/// each caller's receipt must name the offset of its own message.
+#[test]
+fn merged_frames_give_each_caller_its_own_offset_on_the_real_server() {
+    let Some(cluster) = RealCluster::from_env("merged_frames") else {
+        return;
+    };
+    let mut fixture = serial();
+    let split = split(&cluster, &mut fixture);
+    for adapter in ADAPTERS {
+        let client = cluster.client(adapter, 0);
+        let receipts = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                let (client, split, receipts) = (&client, &split, &receipts);
+                scope.spawn(move || {
+                    for _ in 0..40 {
+                        let id = fresh_id();
+                        let sent = client.request(send(&split.stream, &split.topic, 0, id, "m"));
+                        let Ok(Reply::Sent(receipt)) = sent else {
+                            panic!("{adapter:?}: {sent:?}");
+                        };
+                        receipts
+                            .lock()
+                            .unwrap()
+                            .push((receipt.base_offset.unwrap(), id));
+                    }
+                });
+            }
+        });
+        let coalesced = client.stats().coalesced;
+        let receipts = receipts.into_inner().unwrap();
+        let first = receipts.iter().map(|(offset, _)| *offset).min().unwrap();
+        let count = u32::try_from(receipts.len()).unwrap();
+        let read = client.request(poll(&split.stream, &split.topic, 0, first, count));
+        let Ok(Reply::Polled(polled)) = read else {
+            panic!("{adapter:?}: {read:?}");
+        };
+        for (offset, id) in &receipts {
+            let stored = polled
+                .messages
+                .get(usize::try_from(offset - first).unwrap())
+                .map(|m| m.id);
+            assert_eq!(
+                stored,
+                Some(*id),
+                "{adapter:?}: the receipt's offset {offset}"
+            );
+        }
+        println!(
+            "{adapter:?}: {} sends, {coalesced} of them merged behind another",
+            receipts.len()
+        );
+        assert!(
+            coalesced > 0,
+            "{adapter:?}: nothing was merged, nothing was tested"
+        );
+        client.shutdown();
+    }
+}
+
 /// The coordinator's node (node 0) is killed while three threads send: the session moves
 /// once, sends resume once the cluster has elected, and nothing acknowledged is lost.
 #[test]

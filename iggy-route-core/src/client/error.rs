@@ -86,6 +86,25 @@ impl From<SubmitError> for ClientError {
     }
 }
 
+/// One failure may end several callers' work (the sends of a producer's batch), and each
+/// gets its own copy. An I/O error keeps its kind and message (`io::Error` is not `Clone`).
+impl Clone for ClientError {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Request(error) => Self::Request(error.clone()),
+            Self::Submit(error) => Self::Submit(error.clone()),
+            Self::QueueFull { limit } => Self::QueueFull { limit: *limit },
+            Self::Config(error) => Self::Config(error.clone()),
+            Self::Io(error) => Self::Io(io::Error::new(error.kind(), error.to_string())),
+            Self::ConnectionString(error) => Self::ConnectionString(error.clone()),
+            Self::Invalid(error) => Self::Invalid(error.clone()),
+            Self::ConnectTimedOut { after } => Self::ConnectTimedOut { after: *after },
+            Self::UnexpectedReply { operation } => Self::UnexpectedReply { operation },
+            Self::Closed => Self::Closed,
+        }
+    }
+}
+
 /// Numeric identifiers convert without failing; this lets `u32` and `Identifier` arguments
 /// share the signature that names (`&str`) need.
 impl From<Infallible> for ClientError {

@@ -11,6 +11,7 @@
 mod call;
 mod error;
 mod operations;
+pub mod producer;
 
 #[cfg(test)]
 mod tests;

@@ -29,31 +29,36 @@ impl Routing {
             return;
         };
         let place = pending.place.clone();
-        let mut frame = vec![request];
+        let mut frame = FrameMembers::One([request]);
         if let Place::Lane(key) = &place {
             match self.lanes.get_mut(key) {
                 Some(lane) if lane.active == Some(request) => {
                     lane.active = None;
-                    frame.append(&mut lane.riders);
+                    if !lane.riders.is_empty() {
+                        let mut members = std::mem::take(&mut lane.riders);
+                        members.insert(0, request);
+                        frame = FrameMembers::Many(members);
+                    }
                 }
                 // A report for a request that is not in flight: nothing to act on.
                 Some(_) | None => return,
             }
             // Requests their deadlines completed while in flight only held the lane.
             frame.retain(|id| {
-                let over = self.pending.get(id).is_none_or(|p| p.completed);
+                let over = self.pending.get(&id).is_none_or(|p| p.completed);
                 if over {
-                    self.pending.remove(id);
+                    self.pending.remove(&id);
                 }
                 !over
             });
-            if frame.is_empty() {
+            if frame.as_slice().is_empty() {
                 self.pump_lane(now, key);
                 return;
             }
         }
+        let frame = frame.as_slice();
         match attempt {
-            Attempt::Done(served) => self.served(now, &frame, &place, target, &served),
+            Attempt::Done(served) => self.served(now, frame, &place, target, &served),
             Attempt::Refused => {
                 self.stats.refusals += 1;
                 if let Target::Node(node) = target {
@@ -62,9 +67,9 @@ impl Routing {
                         node,
                     }));
                 }
-                self.retry_elsewhere(now, &frame, &place, target);
+                self.retry_elsewhere(now, frame, &place, target);
             }
-            Attempt::NotSent => self.retry_elsewhere(now, &frame, &place, target),
+            Attempt::NotSent => self.retry_elsewhere(now, frame, &place, target),
             Attempt::Unknown => {
                 let retry = match &self.pending[&frame[0]].facts.kind {
                     RequestKind::Send => self.delivery() == Delivery::AtLeastOnce,
@@ -75,11 +80,11 @@ impl Routing {
                     | RequestKind::MetadataWrite(_)) => !kind.is_write(),
                 };
                 if retry {
-                    self.requeue(now, &frame, &place);
+                    self.requeue(now, frame, &place);
                 } else {
                     let node = node_of(target);
                     let error = RequestError::OutcomeUnknown { node };
-                    self.complete_frame(now, &frame, &place, &Err(error));
+                    self.complete_frame(now, frame, &place, &Err(error));
                 }
             }
             Attempt::Failed(RequestError::Server { code })
@@ -92,7 +97,7 @@ impl Routing {
                 // cluster right after `CREATE_PARTITIONS`). Nothing was admitted: try the
                 // next node, as after a refusal, within the request's deadline.
                 debug!(request = %frame[0], ?code, "partition unknown to the node soon after our write; trying elsewhere");
-                self.retry_elsewhere(now, &frame, &place, target);
+                self.retry_elsewhere(now, frame, &place, target);
             }
             Attempt::Failed(error) => {
                 if let RequestError::Server { code } = &error
@@ -101,7 +106,7 @@ impl Routing {
                 {
                     self.invalidate_topic(&topic);
                 }
-                self.complete_frame(now, &frame, &place, &Err(error));
+                self.complete_frame(now, frame, &place, &Err(error));
             }
         }
     }
@@ -423,6 +428,33 @@ impl Routing {
 
     fn topic_of(&self, request: RequestId) -> Option<crate::ids::TopicKey> {
         self.pending.get(&request)?.facts.topic.clone()
+    }
+}
+
+/// The requests one reported attempt settles: almost always one (kept without allocating),
+/// or a send and the sends merged into its frame.
+enum FrameMembers {
+    One([RequestId; 1]),
+    Many(Vec<RequestId>),
+}
+
+impl FrameMembers {
+    fn as_slice(&self) -> &[RequestId] {
+        match self {
+            Self::One(one) => one,
+            Self::Many(many) => many,
+        }
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(RequestId) -> bool) {
+        match self {
+            Self::One([id]) => {
+                if !keep(*id) {
+                    *self = Self::Many(Vec::new());
+                }
+            }
+            Self::Many(many) => many.retain(|&id| keep(id)),
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! `iggy-route-demo`: the same producer load through iggy-route (tokio and mio) and the
+//! `iggy-route-demo`: the same producer loads through iggy-route (tokio and mio) and the
 //! published SDK 0.11.0, with partition primaries on one node and split over three, side
 //! by side. See `iggy_route_tests::demo`.
 
@@ -10,7 +10,7 @@ use iggy_route_core::{Config, Credentials};
 use iggy_route_tests::demo::report::{self, RefusalSource, Row};
 use iggy_route_tests::demo::runner::{self, Runtimes};
 use iggy_route_tests::demo::{
-    ClientKind, Load, NODES, PARTITIONS, STREAM_NAME, Scenario, TOPIC_NAME,
+    ClientKind, Load, LoadKind, NODES, PARTITIONS, STREAM_NAME, Scenario, TOPIC_NAME,
 };
 use iggy_route_tests::real_cluster::{RealCluster, unique_name};
 use iggy_route_tests::scripted::clients::Adapter;
@@ -20,8 +20,10 @@ use iggy_route_tests::scripted::clients::Adapter;
 #[derive(Debug, Parser)]
 #[command(name = "iggy-route-demo", version)]
 struct Args {
-    /// Duration of each run, in seconds (sends in flight at the end are waited for).
-    #[arg(long, default_value_t = 10.0)]
+    /// Duration of each run, in seconds (sends in flight at the end are waited for). 5 s
+    /// by default (it was 10 s with one load): the default matrix is 12 runs (2 loads x 2
+    /// scenarios x 3 clients), plus the SDK's stalled sends drained after its split runs.
+    #[arg(long, default_value_t = 5.0)]
     seconds: f64,
     /// Print one JSON object with every result as the last line of stdout.
     #[arg(long)]
@@ -52,12 +54,21 @@ struct Args {
     /// Clients to run, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientKind::RouteTokio, ClientKind::RouteMio, ClientKind::Sdk])]
     clients: Vec<ClientKind>,
+    /// Loads to run, comma-separated: `batch100` sends 100 messages per call,
+    /// `single-message` one. Each load runs every scenario with every client.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [LoadKind::Batch100, LoadKind::SingleMessage])]
+    loads: Vec<LoadKind>,
     /// Scenarios to run on the embedded cluster, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Scenario::Single, Scenario::Split])]
     scenarios: Vec<Scenario>,
     /// Keep the SDK's default `nodelay=false` (Nagle on: ~40 ms per send on loopback).
     #[arg(long)]
     sdk_nagle: bool,
+    /// On the embedded cluster: every commit of a partition write takes N ms before its
+    /// reply (0: at once), as a slow disk or a distant replica would make it. Only the
+    /// connection that sent it waits; the node goes on answering the others.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    slow_commit_ms: u64,
     /// Concurrent producers per client.
     #[arg(long, default_value_t = 12)]
     producers: usize,
@@ -69,9 +80,15 @@ fn main() -> ExitCode {
         eprintln!("--seconds must be positive and --producers at least 1");
         return ExitCode::FAILURE;
     }
+    if args.cluster.is_some() && args.slow_commit_ms > 0 {
+        // A real cluster commits at its own pace: the figure would be a false label.
+        eprintln!("--slow-commit-ms applies to the embedded cluster, not to --cluster");
+        return ExitCode::FAILURE;
+    }
+    // The settings every load shares; each run takes one with its own kind.
     let load = Load {
+        kind: LoadKind::Batch100,
         producers: args.producers,
-        batch_messages: 100,
         payload_bytes: 100,
         duration: Duration::from_secs_f64(args.seconds),
         drain_grace: Duration::from_secs(30),
@@ -106,7 +123,8 @@ fn main() -> ExitCode {
         println!("{warning}");
     }
     if args.json {
-        println!("{}", report::json(&rows));
+        let slow_commit_ms = args.cluster.is_none().then_some(args.slow_commit_ms);
+        println!("{}", report::json(&rows, slow_commit_ms));
     }
     if rows.is_empty() {
         ExitCode::FAILURE
@@ -115,26 +133,45 @@ fn main() -> ExitCode {
     }
 }
 
+/// `batch100 (100 messages per send), single-message (1 message per send)`.
+fn describe_loads(loads: &[LoadKind]) -> String {
+    let described: Vec<String> = loads
+        .iter()
+        .map(|kind| {
+            let count = kind.messages_per_send();
+            let plural = if count == 1 { "" } else { "s" };
+            format!("{kind} ({count} message{plural} per send)")
+        })
+        .collect();
+    described.join(", ")
+}
+
 fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
     println!(
         "iggy-route demo: {NODES}-node loopback cluster, topic of {PARTITIONS} partitions, \
-         {} producers, batches of {} messages of {} B, {:.1} s per run, fresh cluster per run; SDK with nodelay={}",
+         loads {}, {} producers, messages of {} B, {:.1} s per run, fresh cluster per run, \
+         slow commit {} ms; SDK with nodelay={}",
+        describe_loads(&args.loads),
         load.producers,
-        load.batch_messages,
         load.payload_bytes,
         load.duration.as_secs_f64(),
+        args.slow_commit_ms,
         load.sdk_nodelay
     );
+    let commit = Duration::from_millis(args.slow_commit_ms);
     let mut rows = Vec::new();
-    for &scenario in &args.scenarios {
-        if scenario == Scenario::External {
-            eprintln!("scenario external needs --cluster; skipped");
-            continue;
-        }
-        for &client in &args.clients {
-            match runner::run_embedded(runtimes, client, scenario, load) {
-                Ok(row) => rows.push(row),
-                Err(error) => eprintln!("{client} {scenario}: run failed: {error}"),
+    for &kind in &args.loads {
+        let load = Load { kind, ..*load };
+        for &scenario in &args.scenarios {
+            if scenario == Scenario::External {
+                eprintln!("scenario external needs --cluster; skipped");
+                continue;
+            }
+            for &client in &args.clients {
+                match runner::run_embedded(runtimes, client, scenario, &load, commit) {
+                    Ok(row) => rows.push(row),
+                    Err(error) => eprintln!("{kind} {client} {scenario}: run failed: {error}"),
+                }
             }
         }
     }
@@ -178,26 +215,29 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
         }
     };
     println!(
-        "iggy-route demo against {cluster}, stream {stream}: {} producers, batches of {} \
+        "iggy-route demo against {cluster}, stream {stream}: loads {}, {} producers, \
          messages of {} B, {:.1} s per run, on the cluster's current primaries",
+        describe_loads(&args.loads),
         load.producers,
-        load.batch_messages,
         load.payload_bytes,
         load.duration.as_secs_f64()
     );
     let mut rows = Vec::new();
-    for &client in &args.clients {
-        let config = Config::new(seeds.clone(), credentials.clone());
-        let refusals_before = real.refusals();
-        match runner::run_external(runtimes, client, config, &stream, load) {
-            Ok(mut row) => {
-                if let (Some(before), Some(after)) = (refusals_before, real.refusals()) {
-                    row.refusals = after.saturating_sub(before);
-                    row.refusals_source = RefusalSource::Cluster;
+    for &kind in &args.loads {
+        let load = Load { kind, ..*load };
+        for &client in &args.clients {
+            let config = Config::new(seeds.clone(), credentials.clone());
+            let refusals_before = real.refusals();
+            match runner::run_external(runtimes, client, config, &stream, &load) {
+                Ok(mut row) => {
+                    if let (Some(before), Some(after)) = (refusals_before, real.refusals()) {
+                        row.refusals = after.saturating_sub(before);
+                        row.refusals_source = RefusalSource::Cluster;
+                    }
+                    rows.push(row);
                 }
-                rows.push(row);
+                Err(error) => eprintln!("{kind} {client} external: run failed: {error}"),
             }
-            Err(error) => eprintln!("{client} external: run failed: {error}"),
         }
     }
     rows

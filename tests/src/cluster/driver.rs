@@ -359,11 +359,12 @@ mod tests {
 
     use bytes::Bytes;
     use iggy_route_core::wire::{
-        LoginRegisterRequest, Name, Operation, PROTOCOL_VERSION, Password, RequestHeader, SDK_NAME,
-        SDK_VERSION, code, decode_one,
+        LoginRegisterReply, LoginRegisterRequest, Name, Operation, PROTOCOL_VERSION, Password,
+        RequestHeader, SDK_NAME, SDK_VERSION, code, decode_one, split_result,
     };
 
     use super::*;
+    use crate::cluster::state::Lag;
 
     /// Send one request and read the one frame that answers it.
     async fn exchange(
@@ -487,6 +488,49 @@ mod tests {
         ping(&mut slow).await.unwrap();
         assert!(started.elapsed() >= Duration::from_millis(150));
         cluster.set_reply_delay(0, Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn a_slow_commit_holds_the_reply_of_the_send_only() {
+        // Large enough that a ping on an idle loopback connection answers well within it.
+        let slow = Duration::from_millis(800);
+        let cluster = TestCluster::start_with(ClusterConfig {
+            lag: Lag {
+                partition_commit: slow,
+                ..Lag::REAL_CLUSTER
+            },
+            ..ClusterConfig::new(2)
+        })
+        .await;
+        let (stream, topic) = cluster.create_stream_and_topic("s", "t", 1);
+        assert_eq!(cluster.primary(stream, topic, 0), Some(0));
+        let mut writer = TcpStream::connect(cluster.addr(0)).await.unwrap();
+        let Frame::Reply { body, .. } = login(&mut writer, 7).await else {
+            panic!("login answered with something other than a reply");
+        };
+        let session = LoginRegisterReply::decode(split_result(&body).unwrap().unwrap())
+            .unwrap()
+            .session;
+        let mut other = TcpStream::connect(cluster.addr(0)).await.unwrap();
+
+        let body = crate::cluster::testkit::send_body(stream, topic, 0, &["m"]);
+        let header = RequestHeader::new(Operation::SendMessages, 0, 7, session, 1, body.len());
+        let started = Instant::now();
+        let mut sending = tokio::spawn(async move {
+            let reply = exchange(&mut writer, header, &body).await.unwrap();
+            (reply, started.elapsed())
+        });
+        eventually(|| cluster.partition_len(stream, topic, 0) == 1).await;
+        // The send is applied and its reply is waiting for the commit: the same node still
+        // answers another connection at once.
+        tokio::select! {
+            biased;
+            _ = &mut sending => panic!("the send's reply came before a ping on another connection"),
+            pinged = ping(&mut other) => assert!(pinged.is_ok()),
+        }
+        let (reply, took) = sending.await.unwrap();
+        assert!(matches!(reply, Frame::Reply { header, .. } if header.status == 0));
+        assert!(took >= slow, "the send's reply came after {took:?}");
     }
 
     #[tokio::test]

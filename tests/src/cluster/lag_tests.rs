@@ -169,3 +169,56 @@ fn a_send_commits_slowly_only_while_the_next_replica_of_its_chain_is_stopped() {
     state.set_node_running(1, true);
     assert_eq!(send(&mut state), std::time::Duration::ZERO);
 }
+
+#[test]
+fn a_slow_commit_holds_every_admitted_send_and_only_those() {
+    let slow = std::time::Duration::from_millis(40);
+    let mut state = ClusterState::new(&ClusterConfig {
+        lag: Lag {
+            partition_commit: slow,
+            ..Lag::REAL_CLUSTER
+        },
+        ..ClusterConfig::new(3)
+    });
+    state.set_now_micros(10_000 * MS);
+    let (stream, topic) = super::testkit::seed_topic(&mut state, 1);
+    let mut writer = Client::signed_in(&mut state, 0, 1);
+    let mut backup = Client::signed_in(&mut state, 1, 2);
+    let send = |client: &mut Client, state: &mut ClusterState| {
+        let answer = client.write(
+            state,
+            Operation::SendMessages,
+            send_body(stream, topic, 0, &["m"]),
+        );
+        (answer.status(), state.take_reply_commit_delay())
+    };
+    assert_eq!(
+        send(&mut writer, &mut state),
+        (0, slow),
+        "every commit waits"
+    );
+    assert_eq!(send(&mut writer, &mut state), (0, slow));
+    // A refusal commits nothing, and a read is no commit: their replies are not held.
+    assert_eq!(
+        send(&mut backup, &mut state),
+        (58, std::time::Duration::ZERO)
+    );
+    writer.read(
+        &mut state,
+        code::POLL_MESSAGES,
+        poll_body(stream, topic, 0, false),
+    );
+    assert_eq!(state.take_reply_commit_delay(), std::time::Duration::ZERO);
+    // With the next replica down too, the slower of the two waits decides.
+    state.set_node_running(1, false);
+    assert_eq!(
+        send(&mut writer, &mut state),
+        (0, Lag::REAL_CLUSTER.commit_with_next_replica_down)
+    );
+    let slower = Lag::REAL_CLUSTER.commit_with_next_replica_down * 2;
+    state.set_lag(Lag {
+        partition_commit: slower,
+        ..Lag::REAL_CLUSTER
+    });
+    assert_eq!(send(&mut writer, &mut state), (0, slower));
+}

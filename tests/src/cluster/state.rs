@@ -77,6 +77,11 @@ pub struct Lag {
     /// after its primary in the replica chain is stopped: the primary waits for its prepare
     /// retransmit before the next replica acknowledges. Zero otherwise.
     pub commit_with_next_replica_down: Duration,
+    /// How long every partition write takes to commit with all replicas up: zero models a
+    /// commit as fast as loopback, a few ms a slow disk or a distant replica (the demo's
+    /// `--slow-commit-ms`). Both waits are for the same acknowledgement, so a commit with the
+    /// next replica down takes the longer of the two, not their sum.
+    pub partition_commit: Duration,
 }
 
 impl Lag {
@@ -85,6 +90,7 @@ impl Lag {
         follower_metadata: Duration::ZERO,
         backup_messages: Duration::ZERO,
         commit_with_next_replica_down: Duration::ZERO,
+        partition_commit: Duration::ZERO,
     };
 
     /// What a real cluster showed: a created stream appeared on a follower 172 ms later and
@@ -96,6 +102,7 @@ impl Lag {
         follower_metadata: Duration::from_millis(200),
         backup_messages: Duration::from_millis(250),
         commit_with_next_replica_down: Duration::from_millis(250),
+        partition_commit: Duration::ZERO,
     };
 }
 
@@ -353,7 +360,8 @@ impl ClusterState {
     }
 
     /// A partition write admitted by `primary` was just applied: its reply waits for the
-    /// commit, slowly while the node after `primary` in the replica chain is stopped.
+    /// commit ([`Lag::partition_commit`]), longer while the node after `primary` in the
+    /// replica chain is stopped.
     pub fn note_partition_commit(&mut self, primary: NodeId) {
         let count = self.nodes.len();
         let next_down = count > 1
@@ -362,9 +370,11 @@ impl ClusterState {
                 .get((primary + 1) % count)
                 .is_some_and(|next| !next.running);
         self.reply_commit_delay = if next_down {
-            self.lag.commit_with_next_replica_down
+            self.lag
+                .commit_with_next_replica_down
+                .max(self.lag.partition_commit)
         } else {
-            Duration::ZERO
+            self.lag.partition_commit
         };
     }
 

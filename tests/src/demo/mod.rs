@@ -3,12 +3,13 @@
 //! loopback cluster whose partition primaries sit on one node (`single`) or are spread over
 //! the nodes (`split`).
 //!
-//! Every client runs the same [`Load`]: N producers, each sending batches of fixed-size
-//! messages keyed so that consecutive batches land on different partitions, until the
-//! run's deadline. A send that started before the deadline is waited for and counted, so
+//! Every client runs the same [`Load`]: N producers, each sending fixed-size messages,
+//! 100 per send ([`LoadKind::Batch100`]) or one per send ([`LoadKind::SingleMessage`]),
+//! keyed so that consecutive sends land on different partitions, until the run's deadline. A send that started before the deadline is waited for and counted, so
 //! the SDK's 4 s stalls show in the wall time instead of being cut off silently.
 
 pub mod load;
+pub mod producer;
 pub mod report;
 pub mod route_mio;
 pub mod route_tokio;
@@ -87,13 +88,49 @@ impl fmt::Display for Scenario {
     }
 }
 
+/// The shapes of load the demo runs: how many messages each send carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
+pub enum LoadKind {
+    /// 100 messages per send: a batching producer, where throughput is the measure.
+    #[value(name = "batch100")]
+    Batch100,
+    /// One message per send: a producer that sends each event as it comes, where every
+    /// send pays a whole round trip and its commit.
+    #[value(name = "single-message")]
+    SingleMessage,
+}
+
+impl LoadKind {
+    /// The name printed in the table and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadKind::Batch100 => "batch100",
+            LoadKind::SingleMessage => "single-message",
+        }
+    }
+
+    /// Messages per send call.
+    pub fn messages_per_send(self) -> usize {
+        match self {
+            LoadKind::Batch100 => 100,
+            LoadKind::SingleMessage => 1,
+        }
+    }
+}
+
+impl fmt::Display for LoadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The producer load every client runs.
 #[derive(Debug, Clone, Copy)]
 pub struct Load {
+    /// Which load: how many messages each send carries.
+    pub kind: LoadKind,
     /// Concurrent producers (tasks or threads).
     pub producers: usize,
-    /// Messages per send call.
-    pub batch_messages: usize,
     /// Payload bytes per message.
     pub payload_bytes: usize,
     /// How long producers start new sends.
@@ -105,6 +142,13 @@ pub struct Load {
     /// lockstep send on loopback takes ~44 ms at p50 instead of under 1 ms (measured; it
     /// looks like Nagle meeting delayed ACKs): a cost of the SDK's default, not of routing.
     pub sdk_nodelay: bool,
+}
+
+impl Load {
+    /// Messages per send call.
+    pub fn messages_per_send(&self) -> usize {
+        self.kind.messages_per_send()
+    }
 }
 
 /// Partitions of the demo topic.

@@ -1,10 +1,10 @@
-//! The results: one row per client and scenario, printed as a table with notes, and as
-//! one JSON object for scripts.
+//! The results: one row per load, scenario and client, printed as a table with notes, and
+//! as one JSON object for scripts.
 
 use std::fmt::Write as _;
 
 use super::load::Measurement;
-use super::{ClientKind, Scenario};
+use super::{ClientKind, LoadKind, Scenario};
 
 /// Who counted a row's refusals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,9 +18,11 @@ pub enum RefusalSource {
     Unknown,
 }
 
-/// One client's run in one scenario.
+/// One client's run of one load in one scenario.
 #[derive(Debug)]
 pub struct Row {
+    /// The load.
+    pub load: LoadKind,
     /// The client.
     pub client: ClientKind,
     /// The scenario.
@@ -54,7 +56,8 @@ pub fn table(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<17} {:<8} {:>10} {:>8} {:>9} {:>9} {:>6} {:>9} {:>8} {:>12}",
+        "{:<14} {:<17} {:<8} {:>10} {:>8} {:>9} {:>9} {:>6} {:>9} {:>8} {:>12}",
+        "load",
         "client",
         "scenario",
         "msg/s",
@@ -70,7 +73,8 @@ pub fn table(rows: &[Row]) -> String {
         let m = &row.measurement;
         let _ = writeln!(
             out,
-            "{:<17} {:<8} {:>10} {:>8.2} {:>9.2} {:>9.2} {:>6} {:>9} {:>8} {:>12}",
+            "{:<14} {:<17} {:<8} {:>10} {:>8.2} {:>9.2} {:>9.2} {:>6} {:>9} {:>8} {:>12}",
+            row.load.name(),
             row.client.name(),
             row.scenario.name(),
             thousands(row.messages_per_second()),
@@ -99,7 +103,8 @@ pub fn warnings(rows: &[Row]) -> Vec<String> {
                 .stored_messages
                 .map_or_else(|| "an unknown number of".to_owned(), |n| n.to_string());
             format!(
-                "WARNING: {} {}: the cluster stored {stored} messages, {} were acknowledged",
+                "WARNING: {} {} {}: the cluster stored {stored} messages, {} were acknowledged",
+                row.load.name(),
                 row.client.name(),
                 row.scenario.name(),
                 row.measurement.acked_messages
@@ -108,20 +113,23 @@ pub fn warnings(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
-/// `{"results":[...]}` on one line.
-pub fn json(rows: &[Row]) -> String {
+/// `{"slow_commit_ms":N,"results":[...]}` on one line. `slow_commit_ms` is the embedded
+/// cluster's commit time, `null` on a real cluster (whose commit time is its own).
+pub fn json(rows: &[Row], slow_commit_ms: Option<u64>) -> String {
     let entries: Vec<String> = rows
         .iter()
         .map(|row| {
             let m = &row.measurement;
             format!(
                 concat!(
-                    "{{\"client\":\"{}\",\"scenario\":\"{}\",\"msgs_per_sec\":{:.1},",
+                    "{{\"load\":\"{}\",\"client\":\"{}\",\"scenario\":\"{}\",",
+                    "\"msgs_per_sec\":{:.1},",
                     "\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"p999_ms\":{:.3},",
                     "\"session_moves\":{},\"refusals\":{},\"acked_messages\":{},",
                     "\"sends\":{},\"failed_sends\":{},\"late_sends\":{},",
                     "\"cut_off_sends\":{},\"wall_seconds\":{:.3},\"stored_ok\":{}}}"
                 ),
+                row.load.name(),
                 row.client.name(),
                 row.scenario.name(),
                 row.messages_per_second(),
@@ -140,13 +148,18 @@ pub fn json(rows: &[Row]) -> String {
             )
         })
         .collect();
-    format!("{{\"results\":[{}]}}", entries.join(","))
+    let slow_commit_ms = slow_commit_ms.map_or_else(|| "null".to_owned(), |ms| ms.to_string());
+    format!(
+        "{{\"slow_commit_ms\":{slow_commit_ms},\"results\":[{}]}}",
+        entries.join(",")
+    )
 }
 
 fn note(row: &Row) -> String {
     let m = &row.measurement;
     let mut line = format!(
-        "{} {}: {} messages acknowledged in {} sends over {:.2} s wall",
+        "{} {} {}: {} messages acknowledged in {} sends over {:.2} s wall",
+        row.load.name(),
         row.client.name(),
         row.scenario.name(),
         m.acked_messages,
@@ -221,25 +234,25 @@ fn json_refusals(row: &Row) -> String {
     }
 }
 
-/// An iggy-route row's rate over the SDK's in the same scenario.
+/// An iggy-route row's rate over the SDK's with the same load in the same scenario.
 fn vs_sdk(rows: &[Row], row: &Row) -> Option<f64> {
     if !row.client.is_iggy_route() {
         return None;
     }
-    let sdk = rows
-        .iter()
-        .find(|other| other.client == ClientKind::Sdk && other.scenario == row.scenario)?;
+    let sdk = rows.iter().find(|other| {
+        other.client == ClientKind::Sdk && other.load == row.load && other.scenario == row.scenario
+    })?;
     divide(row.messages_per_second(), sdk.messages_per_second())
 }
 
-/// A `split` row's rate over the same client's `single` rate.
+/// A `split` row's rate over the same client's `single` rate with the same load.
 fn split_over_single(rows: &[Row], row: &Row) -> Option<f64> {
     if row.scenario != Scenario::Split {
         return None;
     }
-    let single = rows
-        .iter()
-        .find(|other| other.client == row.client && other.scenario == Scenario::Single)?;
+    let single = rows.iter().find(|other| {
+        other.client == row.client && other.load == row.load && other.scenario == Scenario::Single
+    })?;
     divide(row.messages_per_second(), single.messages_per_second())
 }
 

@@ -1,64 +1,65 @@
 //! The load through iggy-route on mio: one blocking `Client` shared by every producer
 //! thread.
 
-use std::sync::Arc;
-use std::time::Instant;
-
+use bytes::Bytes;
 use iggy_route_mio::{Client, Identifier, Message, Partitioning};
 
 use super::Load;
-use super::load::{Measurement, ProducerTally, Progress, RunClock, batch_key, payload};
+use super::load::{Measurement, Progress, batch_key, payload};
+use super::producer::{BlockingSendPath, produce_blocking};
 
 /// Runs `load` on one OS thread per producer until its deadline, then waits for the sends
-/// in flight. A blocking send cannot be abandoned from outside; the client's own request
-/// timeout bounds it, and a send that returns after `clock.cut_off` is still counted.
+/// in flight (see [`produce_blocking`]).
 pub fn produce(
     client: &Client,
     stream: &Identifier,
     topic: &Identifier,
     load: &Load,
-    progress: &Arc<Progress>,
+    progress: &Progress,
 ) -> Measurement {
-    let clock = RunClock::start(load);
     let payload = payload(load);
-    let tallies = std::thread::scope(|scope| {
-        let producers: Vec<_> = (0..load.producers)
-            .map(|producer| {
-                let payload = payload.clone();
-                scope.spawn(move || {
-                    let mut tally = ProducerTally::default();
-                    for batch in 0u64.. {
-                        if Instant::now() >= clock.deadline {
-                            break;
-                        }
-                        let messages = (0..load.batch_messages)
-                            .map(|_| Message {
-                                payload: payload.clone(),
-                                ..Message::default()
-                            })
-                            .collect();
-                        let key = Partitioning::messages_key_u64(batch_key(producer, batch));
-                        let started = Instant::now();
-                        let outcome = client
-                            .send(stream.clone(), topic.clone(), key, messages)
-                            .map(|receipt| u64::from(receipt.messages))
-                            .map_err(|error| error.to_string());
-                        tally.record(&clock, started, outcome, progress);
-                    }
-                    tally
-                })
+    let paths = (0..load.producers)
+        .map(|producer| MioSend {
+            client,
+            stream,
+            topic,
+            producer,
+            payload: payload.clone(),
+            messages: load.messages_per_send(),
+        })
+        .collect();
+    produce_blocking(paths, load, progress)
+}
+
+/// One producer thread's send path: `Client::send` on the shared client, with a messages
+/// key of its own per batch.
+struct MioSend<'a> {
+    client: &'a Client,
+    stream: &'a Identifier,
+    topic: &'a Identifier,
+    producer: usize,
+    payload: Bytes,
+    messages: usize,
+}
+
+impl BlockingSendPath for MioSend<'_> {
+    type Batch = (Partitioning, Vec<Message>);
+
+    fn prepare(&mut self, send: u64) -> Result<Self::Batch, String> {
+        let messages = (0..self.messages)
+            .map(|_| Message {
+                payload: self.payload.clone(),
+                ..Message::default()
             })
             .collect();
-        producers
-            .into_iter()
-            // A producer thread only panics on a bug in the demo; losing its tally would
-            // hide it.
-            .map(|producer| {
-                producer
-                    .join()
-                    .unwrap_or_else(|_| panic!("producer thread panicked"))
-            })
-            .collect()
-    });
-    Measurement::merge(&clock, tallies)
+        let key = Partitioning::messages_key_u64(batch_key(self.producer, send));
+        Ok((key, messages))
+    }
+
+    fn send(&mut self, (key, messages): Self::Batch) -> Result<u64, String> {
+        self.client
+            .send(self.stream.clone(), self.topic.clone(), key, messages)
+            .map(|receipt| u64::from(receipt.messages))
+            .map_err(|error| error.to_string())
+    }
 }

@@ -1,16 +1,17 @@
 //! The load through iggy-route on tokio: one `Client` shared by every producer task.
 
 use std::sync::Arc;
-use std::time::Instant;
 
+use bytes::Bytes;
 use iggy_route_core::Config;
 use iggy_route_tokio::{Client, ClientError, Identifier, Message, Partitioning};
 
 use super::Load;
-use super::load::{Measurement, ProducerTally, Progress, RunClock, batch_key, payload};
+use super::load::{Measurement, Progress, batch_key, payload};
+use super::producer::{AsyncSendPath, produce_async};
 
 /// Runs `load` against `stream`/`topic` until its deadline, then waits for the sends in
-/// flight (cut off at `clock.cut_off`).
+/// flight (cut off at the drain limit).
 pub async fn produce(
     client: &Client,
     stream: &Identifier,
@@ -18,55 +19,53 @@ pub async fn produce(
     load: &Load,
     progress: Arc<Progress>,
 ) -> Measurement {
-    let clock = RunClock::start(load);
     let payload = payload(load);
-    let producers: Vec<_> = (0..load.producers)
-        .map(|producer| {
-            let (client, stream, topic) = (client.clone(), stream.clone(), topic.clone());
-            let (payload, progress, load) = (payload.clone(), Arc::clone(&progress), *load);
-            tokio::spawn(async move {
-                let mut tally = ProducerTally::default();
-                for batch in 0u64.. {
-                    if Instant::now() >= clock.deadline {
-                        break;
-                    }
-                    let messages = (0..load.batch_messages)
-                        .map(|_| Message {
-                            payload: payload.clone(),
-                            ..Message::default()
-                        })
-                        .collect();
-                    let key = Partitioning::messages_key_u64(batch_key(producer, batch));
-                    let started = Instant::now();
-                    let send = client.send(stream.clone(), topic.clone(), key, messages);
-                    let cut_off = tokio::time::Instant::from_std(clock.cut_off);
-                    match tokio::time::timeout_at(cut_off, send).await {
-                        Ok(outcome) => {
-                            let outcome = outcome
-                                .map(|receipt| u64::from(receipt.messages))
-                                .map_err(|error| error.to_string());
-                            tally.record(&clock, started, outcome, &progress);
-                        }
-                        Err(_elapsed) => {
-                            tally.record_cut_off(&clock);
-                            break;
-                        }
-                    }
-                }
-                tally
-            })
+    let paths = (0..load.producers)
+        .map(|producer| TokioSend {
+            client: client.clone(),
+            stream: stream.clone(),
+            topic: topic.clone(),
+            producer,
+            payload: payload.clone(),
+            messages: load.messages_per_send(),
         })
         .collect();
-    let mut tallies = Vec::with_capacity(producers.len());
-    for producer in producers {
-        // A producer task only panics on a bug in the demo; losing its tally would hide it.
-        tallies.push(
-            producer
-                .await
-                .unwrap_or_else(|error| panic!("producer task failed: {error}")),
-        );
+    produce_async(paths, load, progress).await
+}
+
+/// One producer task's send path: `Client::send` of its clone of the shared client, with
+/// a messages key of its own per batch.
+struct TokioSend {
+    client: Client,
+    stream: Identifier,
+    topic: Identifier,
+    producer: usize,
+    payload: Bytes,
+    messages: usize,
+}
+
+impl AsyncSendPath for TokioSend {
+    type Batch = (Partitioning, Vec<Message>);
+
+    fn prepare(&mut self, send: u64) -> Result<Self::Batch, String> {
+        let messages = (0..self.messages)
+            .map(|_| Message {
+                payload: self.payload.clone(),
+                ..Message::default()
+            })
+            .collect();
+        let key = Partitioning::messages_key_u64(batch_key(self.producer, send));
+        Ok((key, messages))
     }
-    Measurement::merge(&clock, tallies)
+
+    async fn send(&mut self, (key, messages): Self::Batch) -> Result<u64, String> {
+        let (stream, topic) = (self.stream.clone(), self.topic.clone());
+        self.client
+            .send(stream, topic, key, messages)
+            .await
+            .map(|receipt| u64::from(receipt.messages))
+            .map_err(|error| error.to_string())
+    }
 }
 
 /// Finds the demo topic on a real cluster, creating the stream and the topic (with

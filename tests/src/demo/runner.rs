@@ -4,6 +4,8 @@
 //! never queue behind the cluster's (and the embedded cluster plays a server, not a
 //! co-tenant of the client's executor).
 
+use std::time::Duration;
+
 use iggy_route_core::wire::Identifier;
 use iggy_route_core::{Config, Credentials};
 use tokio::runtime::Runtime;
@@ -40,16 +42,20 @@ impl Runtimes {
     }
 }
 
-/// Runs `client` in `scenario` on a fresh embedded cluster.
+/// Runs `client` in `scenario` on a fresh embedded cluster whose partition commits take
+/// `commit` each.
 pub fn run_embedded(
     runtimes: &Runtimes,
     client: ClientKind,
     scenario: Scenario,
     load: &Load,
+    commit: Duration,
 ) -> Result<Row, String> {
-    let cluster = runtimes.cluster.block_on(EmbeddedCluster::start(scenario));
+    let cluster = runtimes
+        .cluster
+        .block_on(EmbeddedCluster::start(scenario, commit));
     let (stream, topic) = (cluster.stream, cluster.topic);
-    let label = format!("{client} {scenario}");
+    let label = format!("{} {client} {scenario}", load.kind);
     let result = match client {
         ClientKind::Sdk => runtimes.clients.block_on(async {
             let clients = sdk::connect(
@@ -66,6 +72,7 @@ pub fn run_embedded(
             let measurement = measured.map_err(|error| format!("SDK: {error}"))?;
             let after = cluster.counters();
             Ok(Row {
+                load: load.kind,
                 client,
                 scenario,
                 measurement,
@@ -124,7 +131,7 @@ pub fn run_external(
             .block_on(route_tokio::stored_messages(&config, stream, topic))
     };
     let stored_before = stored_count();
-    let label = format!("{client} external");
+    let label = format!("{} {client} external", load.kind);
     let row = match client {
         ClientKind::Sdk => run_sdk_external(runtimes, &config, (stream, topic), load, label),
         ClientKind::RouteTokio | ClientKind::RouteMio => run_route(
@@ -172,6 +179,7 @@ fn run_sdk_external(
         let measured = sdk::produce(clients, stream, topic, load, line.progress()).await;
         line.finish();
         Ok(Row {
+            load: load.kind,
             client: ClientKind::Sdk,
             scenario: Scenario::External,
             measurement: measured.map_err(|error| format!("SDK: {error}"))?,
@@ -223,6 +231,7 @@ fn run_route(
         ClientKind::Sdk => return Err("the SDK is not an iggy-route client".to_owned()),
     };
     Ok(Row {
+        load: load.kind,
         client,
         scenario: Scenario::External,
         measurement,

@@ -3,14 +3,15 @@
 //! sending keyed batches with `Partitioning::messages_key`.
 
 use std::sync::Arc;
-use std::time::Instant;
 
+use bytes::Bytes;
 use iggy::prelude::{
     Client as _, Identifier, IggyClient, IggyError, IggyMessage, MessageClient as _, Partitioning,
 };
 
 use super::Load;
-use super::load::{Measurement, ProducerTally, Progress, RunClock, batch_key, payload};
+use super::load::{Measurement, Progress, batch_key, payload};
+use super::producer::{AsyncSendPath, produce_async};
 
 /// Connects and signs in `count` clients through the node of `connection_string` (the
 /// 0.11.0 SDK takes one address).
@@ -25,7 +26,7 @@ pub async fn connect(connection_string: &str, count: usize) -> Result<Vec<IggyCl
 }
 
 /// Runs `load` with one producer task per client until its deadline, then waits for the
-/// sends in flight (cut off at `clock.cut_off`).
+/// sends in flight (cut off at the drain limit).
 pub async fn produce(
     clients: Vec<IggyClient>,
     stream: u32,
@@ -33,60 +34,56 @@ pub async fn produce(
     load: &Load,
     progress: Arc<Progress>,
 ) -> Result<Measurement, IggyError> {
-    let clock = RunClock::start(load);
     let payload = payload(load);
     let (stream, topic) = (Identifier::numeric(stream)?, Identifier::numeric(topic)?);
-    let producers: Vec<_> = clients
+    let paths = clients
         .into_iter()
         .enumerate()
-        .map(|(producer, client)| {
-            let (stream, topic) = (stream.clone(), topic.clone());
-            let (payload, progress, load) = (payload.clone(), Arc::clone(&progress), *load);
-            tokio::spawn(async move {
-                let mut tally = ProducerTally::default();
-                for batch in 0u64.. {
-                    if Instant::now() >= clock.deadline {
-                        break;
-                    }
-                    let built: Result<Vec<IggyMessage>, IggyError> = (0..load.batch_messages)
-                        .map(|_| IggyMessage::builder().payload(payload.clone()).build())
-                        .collect();
-                    let mut messages = match built {
-                        Ok(messages) => messages,
-                        Err(error) => {
-                            tally.record(&clock, Instant::now(), Err(error.to_string()), &progress);
-                            break;
-                        }
-                    };
-                    let key = Partitioning::messages_key_u64(batch_key(producer, batch));
-                    let count = messages.len() as u64;
-                    let started = Instant::now();
-                    let send = client.send_messages(&stream, &topic, &key, &mut messages);
-                    let cut_off = tokio::time::Instant::from_std(clock.cut_off);
-                    match tokio::time::timeout_at(cut_off, send).await {
-                        Ok(outcome) => {
-                            let outcome = outcome.map(|_| count).map_err(|e| e.to_string());
-                            tally.record(&clock, started, outcome, &progress);
-                        }
-                        Err(_elapsed) => {
-                            tally.record_cut_off(&clock);
-                            break;
-                        }
-                    }
-                }
-                let _ = client.shutdown().await;
-                tally
-            })
+        .map(|(producer, client)| SdkSend {
+            client,
+            stream: stream.clone(),
+            topic: topic.clone(),
+            producer,
+            payload: payload.clone(),
+            messages: load.messages_per_send(),
         })
         .collect();
-    let mut tallies = Vec::with_capacity(producers.len());
-    for producer in producers {
-        // A producer task only panics on a bug in the demo; losing its tally would hide it.
-        tallies.push(
-            producer
-                .await
-                .unwrap_or_else(|error| panic!("producer task failed: {error}")),
-        );
+    Ok(produce_async(paths, load, progress).await)
+}
+
+/// One producer task's send path: `send_messages` on its own `IggyClient`, with a
+/// messages key of its own per batch.
+struct SdkSend {
+    client: IggyClient,
+    stream: Identifier,
+    topic: Identifier,
+    producer: usize,
+    payload: Bytes,
+    messages: usize,
+}
+
+impl AsyncSendPath for SdkSend {
+    type Batch = (Partitioning, Vec<IggyMessage>);
+
+    fn prepare(&mut self, send: u64) -> Result<Self::Batch, String> {
+        let messages = (0..self.messages)
+            .map(|_| IggyMessage::builder().payload(self.payload.clone()).build())
+            .collect::<Result<Vec<_>, IggyError>>()
+            .map_err(|error| error.to_string())?;
+        let key = Partitioning::messages_key_u64(batch_key(self.producer, send));
+        Ok((key, messages))
     }
-    Ok(Measurement::merge(&clock, tallies))
+
+    async fn send(&mut self, (key, mut messages): Self::Batch) -> Result<u64, String> {
+        let count = messages.len() as u64;
+        self.client
+            .send_messages(&self.stream, &self.topic, &key, &mut messages)
+            .await
+            .map(|_response| count)
+            .map_err(|error| error.to_string())
+    }
+
+    async fn finish(self) {
+        let _ = self.client.shutdown().await;
+    }
 }

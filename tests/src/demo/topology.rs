@@ -1,7 +1,9 @@
 //! The embedded cluster of one run: a fresh 3-node loopback cluster with the demo topic,
 //! its primaries placed for the scenario, and the counters the report reads from it.
 
-use crate::cluster::{ClusterConfig, Lookup, TestCluster};
+use std::time::Duration;
+
+use crate::cluster::{ClusterConfig, Lag, Lookup, TestCluster};
 
 use super::{NODES, PARTITIONS, STREAM_NAME, Scenario, TOPIC_NAME};
 
@@ -32,9 +34,17 @@ pub struct ClusterCounters {
 impl EmbeddedCluster {
     /// Starts the cluster on the current tokio runtime and lays the topic out for
     /// `scenario`: `single` keeps every primary on the metadata leader (node 0), `split`
-    /// moves partition `p`'s primary to node `p % 3` as failovers would.
-    pub async fn start(scenario: Scenario) -> Self {
-        let cluster = TestCluster::start_with(ClusterConfig::new(NODES)).await;
+    /// moves partition `p`'s primary to node `p % 3` as failovers would. Every commit of a
+    /// partition write holds its reply for `commit` (see [`Lag::partition_commit`]).
+    pub async fn start(scenario: Scenario, commit: Duration) -> Self {
+        let config = ClusterConfig {
+            lag: Lag {
+                partition_commit: commit,
+                ..Lag::REAL_CLUSTER
+            },
+            ..ClusterConfig::new(NODES)
+        };
+        let cluster = TestCluster::start_with(config).await;
         cluster.set_metadata_leader(SESSION_NODE);
         let (stream, topic) = cluster.create_stream_and_topic(STREAM_NAME, TOPIC_NAME, PARTITIONS);
         for partition in 0..PARTITIONS {
