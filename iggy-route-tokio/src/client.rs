@@ -12,6 +12,9 @@ use tracing::{Instrument, info_span};
 
 use crate::driver::{Admission, Command, Driver, IO_QUEUE_LEN};
 
+/// Where the driver answers one handed-off request.
+pub(crate) type Answer = oneshot::Receiver<Result<Reply, ClientError>>;
+
 /// Requests waiting for the driver to take them. The router's own queues (and the line of
 /// requests waiting for room in them) are the real bound; this only smooths bursts.
 const COMMAND_QUEUE_LEN: usize = 1024;
@@ -151,6 +154,20 @@ impl Client {
     }
 
     async fn submit(&self, request: Request, admission: Admission) -> Result<Reply, ClientError> {
+        let answer = self.hand_off(request, admission).await?;
+        // Bounded by the driver: a waiting request leaves the line by its deadline, and an
+        // accepted one completes within the router's request timeout.
+        answer.await.map_err(|_| ClientError::Closed)?
+    }
+
+    /// Hands a request to the driver and returns where its answer will come, without
+    /// waiting for it: requests handed off one after another from one task reach the
+    /// router in that order (a producer submits its batches so, several in flight).
+    pub(crate) async fn hand_off(
+        &self,
+        request: Request,
+        admission: Admission,
+    ) -> Result<Answer, ClientError> {
         let (reply, answer) = oneshot::channel();
         let command = Command::Submit {
             request,
@@ -162,26 +179,26 @@ impl Client {
                 // The hand-off to the driver counts against the same deadline.
                 let handed = tokio::time::timeout_at(deadline.into(), self.commands.send(command));
                 match handed.await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_closed)) => return Err(ClientError::Closed),
-                    Err(_elapsed) => {
-                        let limit = COMMAND_QUEUE_LEN;
-                        return Err(ClientError::QueueFull { limit });
-                    }
+                    Ok(Ok(())) => Ok(answer),
+                    Ok(Err(_closed)) => Err(ClientError::Closed),
+                    Err(_elapsed) => Err(ClientError::QueueFull {
+                        limit: COMMAND_QUEUE_LEN,
+                    }),
                 }
             }
             Admission::Immediate => match self.commands.try_send(command) {
-                Ok(()) => {}
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    let limit = COMMAND_QUEUE_LEN;
-                    return Err(ClientError::QueueFull { limit });
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => return Err(ClientError::Closed),
+                Ok(()) => Ok(answer),
+                Err(mpsc::error::TrySendError::Full(_)) => Err(ClientError::QueueFull {
+                    limit: COMMAND_QUEUE_LEN,
+                }),
+                Err(mpsc::error::TrySendError::Closed(_)) => Err(ClientError::Closed),
             },
         }
-        // Bounded by the driver: a waiting request leaves the line by its deadline, and an
-        // accepted one completes within the router's request timeout.
-        answer.await.map_err(|_| ClientError::Closed)?
+    }
+
+    /// `Config::request_timeout`: how long a request may wait for room, and then run.
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.request_timeout
     }
 
     /// Every listed operation's method ends here: stamps the call with the adapter's clock,
@@ -199,7 +216,7 @@ impl Client {
 }
 
 /// The adapter owns the clock: "now" for messages without a producer timestamp, in µs.
-fn unix_micros() -> u64 {
+pub(crate) fn unix_micros() -> u64 {
     u64::try_from(since_unix_epoch().as_micros()).unwrap_or(u64::MAX)
 }
 

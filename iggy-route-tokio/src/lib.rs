@@ -41,10 +41,21 @@
 //! [`ClientError::QueueFull`]. [`Client::try_send`] and [`Client::try_request`] never wait:
 //! they fail with `QueueFull` at once when there is no room, or when requests wait in line.
 //! [`Client::shutdown`] fails every waiting request with [`ClientError::Closed`].
+//!
+//! # Producers
+//! [`Client::producer`] builds a [`Producer`] for one stream and topic (the SDK 0.11.0's
+//! `IggyProducer`). In direct mode ([`Producer<Direct>`], the default) `send` cuts the call
+//! into chunks of `batch_length` messages and `batch_size` bytes and returns once each is
+//! acknowledged, with their receipts. In background mode ([`Producer<Background>`], from
+//! [`ProducerBuilder::background`]) `send` returns once the messages are buffered, with a
+//! [`DeliveryHandle`] that resolves to that call's own receipt; one task per producer
+//! submits the buffer's batches in order, up to `max_in_flight` at once, and
+//! [`Producer::flush`] / [`Producer::shutdown`] wait for them. See [`producer`].
 
 mod client;
 mod connection;
 mod driver;
+pub mod producer;
 mod waiting;
 
 pub use client::Client;
@@ -57,4 +68,8 @@ pub use iggy_route_core::wire::{
 pub use iggy_route_core::{
     Config, Credentials, Delivery, PollRequest, Reply, Request, RequestError, SendReceipt, Stats,
     SubmitError,
+};
+pub use producer::{
+    Background, BackgroundConfig, Backpressure, DeliveryHandle, Direct, OnError, Producer,
+    ProducerBuilder, ProducerError, ProducerStats, SendFailure,
 };
