@@ -135,8 +135,8 @@ impl Client {
     ///
     /// When the router's queues are full (`Config::max_pending_requests` in all, or
     /// `Config::max_pending_per_lane` for the request's partition), the request waits for
-    /// room, in line behind every request that waits already, and is submitted when a
-    /// request completes. It waits at most `Config::request_timeout` from this call, then
+    /// room, in line behind every request that waits already, and is submitted as soon as
+    /// room frees up (a request completes). It waits at most `Config::request_timeout` from this call, then
     /// fails with `ClientError::QueueFull`; so does a call that finds
     /// `max_pending_requests` requests waiting already. Every operation method waits so.
     /// Once the router takes the request, its own `request_timeout` runs from then, so a

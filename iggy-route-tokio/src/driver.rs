@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use iggy_route_core::client::{ClientError, session_signal};
 use iggy_route_core::{
@@ -98,6 +98,7 @@ enum Offer {
 struct Bounds {
     max_pending_requests: usize,
     max_pending_per_lane: usize,
+    attempt_timeout: Duration,
 }
 
 #[derive(Debug)]
@@ -107,6 +108,11 @@ pub(crate) struct Driver {
     pending: HashMap<RequestId, Waiter>,
     waiting: WaitingRequests,
     bounds: Bounds,
+    /// The router's timeout count when the driver last looked.
+    timeouts_seen: u64,
+    /// Until when a request that timed out on the wire may still hold room the router
+    /// does not count in `pending_count` (see [`Driver::might_refuse`]).
+    timed_out_room_until: Option<Instant>,
     io_events: mpsc::Sender<IoEvent>,
     stats: Arc<Mutex<Stats>>,
     /// `Client::connect` waits on this until the session signed in or was refused.
@@ -130,7 +136,10 @@ impl Driver {
             bounds: Bounds {
                 max_pending_requests: config.max_pending_requests,
                 max_pending_per_lane: config.max_pending_per_lane,
+                attempt_timeout: config.attempt_timeout,
             },
+            timeouts_seen: 0,
+            timed_out_room_until: None,
             io_events,
             stats,
             session_ready: Some(session_ready),
@@ -276,8 +285,9 @@ impl Driver {
                 limit,
             });
         }
-        let spare = self.might_refuse(held).then(|| request.clone());
-        match self.router.submit(Instant::now(), request) {
+        let now = Instant::now();
+        let spare = self.might_refuse(held, now).then(|| request.clone());
+        match self.router.submit(now, request) {
             Ok(id) => {
                 let spare = spare.map(|request| (request, deadline));
                 self.pending.insert(id, Waiter { reply, spare });
@@ -308,11 +318,18 @@ impl Driver {
     /// The copy costs a clone of the request, so it is made only then:
     /// - when a partition's queue may be full: it holds only requests the router holds,
     ///   so none is while it holds fewer than `max_pending_per_lane`;
-    /// - once any request has timed out: one that timed out on the wire still takes its
-    ///   room (its partition's next write must not overtake it) until its attempt ends,
-    ///   and `pending_count` does not count it.
-    fn might_refuse(&self, held: usize) -> bool {
-        held >= self.bounds.max_pending_per_lane || self.router.stats().timeouts > 0
+    /// - for an attempt timeout after a request timed out: one that timed out on the wire
+    ///   still takes its room (its partition's next write must not overtake it) until its
+    ///   attempt ends, within an attempt timeout, and `pending_count` does not count it.
+    fn might_refuse(&mut self, held: usize, now: Instant) -> bool {
+        let timeouts = self.router.stats().timeouts;
+        if timeouts > self.timeouts_seen {
+            self.timeouts_seen = timeouts;
+            // Counted from when it was seen, at or after it happened: never too short.
+            self.timed_out_room_until = now.checked_add(self.bounds.attempt_timeout);
+        }
+        held >= self.bounds.max_pending_per_lane
+            || self.timed_out_room_until.is_some_and(|until| now < until)
     }
 
     /// Offers the waiting requests to the router, oldest first, until one finds no room.
