@@ -44,11 +44,11 @@
 //!
 //! # Producers
 //! [`Client::producer`] builds a [`Producer`] for one stream and topic (the SDK 0.11.0's
-//! `IggyProducer`). In direct mode ([`Producer<Direct>`], the default) `send` cuts the call
+//! `IggyProducer`). In direct mode (`Producer<Direct>`, the default) `send` cuts the call
 //! into chunks of `batch_length` messages and `batch_size` bytes and returns once each is
-//! acknowledged, with their receipts. In background mode ([`Producer<Background>`], from
+//! acknowledged, with their receipts. In background mode (`Producer<Background>`, from
 //! [`ProducerBuilder::background`]) `send` returns once the messages are buffered, with a
-//! [`DeliveryHandle`] that resolves to that call's own receipt; one task per producer
+//! [`producer::Delivery`] that resolves to that call's own receipt; one task per producer
 //! submits the buffer's batches in order, up to `max_in_flight` at once, and
 //! [`Producer::flush`] / [`Producer::shutdown`] wait for them. See [`producer`].
 
@@ -70,6 +70,6 @@ pub use iggy_route_core::{
     SubmitError,
 };
 pub use producer::{
-    Background, BackgroundConfig, Backpressure, DeliveryHandle, Direct, OnError, Producer,
-    ProducerBuilder, ProducerError, ProducerStats, SendFailure,
+    BackgroundConfig, Backpressure, ErrorCallback, Producer, ProducerBuilder, ProducerError,
+    ProducerStats, SendFailure,
 };

@@ -5,18 +5,18 @@
 //!   are sent one after another; it returns once every chunk is acknowledged, with one
 //!   receipt per chunk.
 //! - **background** ([`Producer<Background>`]): `send` returns once the call's messages are
-//!   buffered, with a [`DeliveryHandle`] that resolves to the call's own receipt. One task per
+//!   buffered, with a [`Delivery`] that resolves to the call's own receipt. One task per
 //!   producer cuts the buffer into batches (full, lingered `linger_time`, or flushed) and
 //!   submits them in order, up to `max_in_flight` at once; the core's
 //!   [`ProducerBuffer`](iggy_route_core::client::producer::ProducerBuffer) decides all of
 //!   that, and the task only carries it out.
 //!
 //! Failures are never silent: a direct send returns its error; a background call's failure
-//! reaches its [`DeliveryHandle`], the `on_error` callback if there is one, and otherwise the
+//! reaches its [`Delivery`], the `on_error` callback if there is one, and otherwise the
 //! next [`Producer::flush`] (or [`Producer::shutdown`]), which counts the failed messages.
 //!
 //! ```no_run
-//! # async fn example(client: iggy_route_tokio::Client) -> Result<(), iggy_route_tokio::ClientError> {
+//! # async fn example(client: iggy_route_tokio::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use iggy_route_tokio::{BackgroundConfig, Message};
 //!
 //! let producer = client
@@ -25,9 +25,12 @@
 //!     .background(BackgroundConfig::default())
 //!     .build()?;
 //! let delivery = producer.send_one(Message { payload: "hello".into(), ..Message::default() }).await?;
-//! let receipt = delivery.await?; // or drop it: the message is sent either way
-//! println!("stored at offset {:?}", receipt.base_offset);
-//! producer.shutdown().await.ok(); // flushes what is buffered
+//! // Or drop the delivery: the message is sent either way.
+//! match delivery.await {
+//!     Ok(receipt) => println!("stored at offset {:?}", receipt.base_offset),
+//!     Err(failure) => println!("{} messages not stored: {}", failure.messages.len(), failure.error),
+//! }
+//! producer.shutdown().await?; // flushes what is buffered; says if any send failed
 //! # Ok(())
 //! # }
 //! ```
@@ -49,13 +52,14 @@ use iggy_route_core::{SendReceipt, SubmitError};
 
 use crate::Client;
 
-pub use background::{Background, DeliveryHandle};
+pub use background::{Background, Delivery};
 pub use direct::Direct;
 pub use iggy_route_core::client::producer::{Backpressure, ProducerStats, SendFailure};
 
-/// Called with each send call of a background producer that failed, with its messages. It
-/// runs on the producer's task: keep it short (hand the failure to a channel, say).
-pub type OnError = Arc<dyn Fn(SendFailure) + Send + Sync>;
+/// Hears of every background send call that failed, with its messages back. It runs on the
+/// producer's task: while it runs, no batch is submitted, so keep it short (hand the failure
+/// to a channel, say). A panic in it stops the producer ([`ProducerError::Stopped`]).
+pub type ErrorCallback = Arc<dyn Fn(SendFailure) + Send + Sync>;
 
 /// The bounds and failure handling of a background producer (the SDK's `BackgroundConfig`).
 #[derive(Clone)]
@@ -64,12 +68,15 @@ pub struct BackgroundConfig {
     pub max_buffered_messages: usize,
     /// Most message bytes buffered and not yet submitted (default 32 MiB).
     pub max_buffered_bytes: usize,
-    /// Most batches submitted and not yet answered (default 16).
+    /// Most batches submitted and not yet answered (default 16). Keep it within the
+    /// client's room (`Config::max_pending_requests`, twice over with the requests that may
+    /// wait for room): a batch that finds the router full and as many requests already
+    /// waiting fails with `ClientError::QueueFull`, like any request.
     pub max_in_flight: usize,
     /// What `send` does when the buffer has no room (default: wait).
     pub backpressure: Backpressure,
     /// Where failed sends go; without one, [`Producer::flush`] reports how many failed.
-    pub on_error: Option<OnError>,
+    pub on_error: Option<ErrorCallback>,
 }
 
 impl Default for BackgroundConfig {
@@ -102,7 +109,7 @@ impl fmt::Debug for BackgroundConfig {
 #[non_exhaustive]
 pub enum ProducerError {
     /// Sends failed since the last flush and no `on_error` callback took them (each call's
-    /// [`DeliveryHandle`] was told too).
+    /// [`Delivery`] was told too).
     #[error("{messages} messages failed since the last flush; the last error: {last_error}")]
     SendsFailed {
         /// Messages whose send failed (or whose outcome is unknown).
@@ -110,6 +117,10 @@ pub enum ProducerError {
         /// The error of the last failed send.
         last_error: ClientError,
     },
+    /// The producer's task stopped abnormally (its `on_error` callback panicked, say):
+    /// batches it had submitted may or may not have been stored, and no more will be.
+    #[error("the producer's task stopped abnormally")]
+    Stopped,
 }
 
 /// Builds a [`Producer`]; from [`Client::producer`]. Direct mode unless
@@ -119,7 +130,7 @@ pub struct ProducerBuilder<M = Direct> {
     stream: Identifier,
     topic: Identifier,
     config: ProducerConfig,
-    on_error: Option<OnError>,
+    on_error: Option<ErrorCallback>,
     mode: PhantomData<fn() -> M>,
 }
 
@@ -363,12 +374,12 @@ impl Producer<Background> {
     /// `ClientError::QueueFull` when there is no room (`FailImmediately`, or
     /// `BlockWithTimeout` past its timeout), and with `ClientError::Closed` after
     /// [`Producer::shutdown`].
-    pub async fn send(&self, messages: Vec<Message>) -> Result<DeliveryHandle, ClientError> {
+    pub async fn send(&self, messages: Vec<Message>) -> Result<Delivery, ClientError> {
         self.mode.send(messages).await
     }
 
     /// [`Producer::send`] of one message.
-    pub async fn send_one(&self, message: Message) -> Result<DeliveryHandle, ClientError> {
+    pub async fn send_one(&self, message: Message) -> Result<Delivery, ClientError> {
         self.mode.send(vec![message]).await
     }
 

@@ -334,11 +334,18 @@ async fn failures_reach_the_delivery_handles_and_the_next_flush() {
                 .unwrap(),
         );
     }
-    for handle in handles {
+    for (call, handle) in handles.into_iter().enumerate() {
+        let failure = handle.await.unwrap_err();
         assert!(matches!(
-            handle.await,
-            Err(ClientError::Request(RequestError::TopicNotFound { .. }))
+            failure.error,
+            ClientError::Request(RequestError::TopicNotFound { .. })
         ));
+        let payloads: Vec<_> = failure.messages.iter().map(|m| m.payload.clone()).collect();
+        let expected: Vec<_> = numbered(&format!("m{call}-"), 0..3)
+            .into_iter()
+            .map(|m| m.payload)
+            .collect();
+        assert_eq!(payloads, expected, "the call's own messages come back");
     }
     match producer.flush().await {
         Err(ProducerError::SendsFailed {
@@ -398,6 +405,34 @@ async fn failures_reach_on_error_with_their_messages() {
         )));
     }
     producer.shutdown().await.unwrap();
+    setup.finish().await;
+}
+
+/// An `on_error` callback that panics stops the producer; the next flush says so
+/// instead of reporting success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_on_error_stops_the_producer_and_flush_says_so() {
+    let setup = setup(|_| {}).await;
+    let producer = setup
+        .client
+        .producer("orders", "no-such-topic")
+        .unwrap()
+        .background(BackgroundConfig {
+            on_error: Some(Arc::new(|_| panic!("on_error panics (on purpose)"))),
+            ..BackgroundConfig::default()
+        })
+        .build()
+        .unwrap();
+    let handle = producer.send(numbered("p", 0..2)).await.unwrap();
+    assert!(handle.await.is_err());
+    assert!(matches!(
+        producer.flush().await,
+        Err(ProducerError::Stopped)
+    ));
+    assert!(matches!(
+        producer.send(numbered("p", 2..3)).await,
+        Err(ClientError::Closed)
+    ));
     setup.finish().await;
 }
 

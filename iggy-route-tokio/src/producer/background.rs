@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use iggy_route_core::client::producer::{
     Backpressure, Batch, BatchId, ProducerBuffer, ProducerConfig, ProducerStats, PushError,
-    Settled, Ticket,
+    SendFailure, Settled, Ticket,
 };
 use iggy_route_core::client::{ClientError, stamp_origin_timestamps};
 use iggy_route_core::wire::{Identifier, Message};
@@ -28,7 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tracing::{Instrument, debug_span, warn};
 
-use super::{OnError, ProducerError, empty_send, larger_than_buffer};
+use super::{ErrorCallback, ProducerError, empty_send, larger_than_buffer};
 use crate::Client;
 use crate::client::{Answer, unix_micros};
 use crate::driver::Admission;
@@ -37,25 +37,31 @@ use crate::driver::Admission;
 /// here; this only smooths bursts.
 const COMMAND_QUEUE_LEN: usize = 256;
 
-type DeliverySender = oneshot::Sender<Result<SendReceipt, ClientError>>;
+type DeliverySender = oneshot::Sender<Result<SendReceipt, SendFailure>>;
 type DoneSender = oneshot::Sender<Result<(), ProducerError>>;
 
-/// Resolves to one background call's own receipt, or to why it failed. Dropping it is
-/// fine: the messages are sent (or fail) either way.
+/// The handle of one background send call, a future: resolves to that call's own receipt
+/// (its `base_offset` is the offset of the call's first message), or to a [`SendFailure`]
+/// carrying the call's messages and the error. Dropping it is fine: the messages are sent
+/// either way, and a failure then goes only to `on_error` or the next flush.
 #[derive(Debug)]
-pub struct DeliveryHandle {
-    answer: oneshot::Receiver<Result<SendReceipt, ClientError>>,
+pub struct Delivery {
+    outcome: oneshot::Receiver<Result<SendReceipt, SendFailure>>,
 }
 
-impl Future for DeliveryHandle {
-    type Output = Result<SendReceipt, ClientError>;
+impl Future for Delivery {
+    type Output = Result<SendReceipt, SendFailure>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // The task settles every call it buffered before it ends, so a closed channel
-        // means the runtime itself stopped the task.
-        Pin::new(&mut self.answer)
-            .poll(cx)
-            .map(|answer| answer.unwrap_or(Err(ClientError::Closed)))
+        // means the task stopped abnormally (a panicking `on_error`, say) with the call in
+        // flight: its messages went with the batch.
+        Pin::new(&mut self.outcome).poll(cx).map(|outcome| {
+            outcome.unwrap_or(Err(SendFailure {
+                messages: Vec::new(),
+                error: ClientError::Closed,
+            }))
+        })
     }
 }
 
@@ -74,7 +80,7 @@ enum Command {
     Send {
         messages: Vec<Message>,
         wait: RoomWait,
-        reply: oneshot::Sender<Result<DeliveryHandle, ClientError>>,
+        reply: oneshot::Sender<Result<Delivery, ClientError>>,
     },
     Flush {
         done: DoneSender,
@@ -93,6 +99,9 @@ pub struct Background {
     /// For `QueueFull` when there is no room.
     max_buffered_messages: usize,
     closed: AtomicBool,
+    /// Set by the task when it ends after flushing everything (not when it stops
+    /// abnormally): a flush that finds it gone then has nothing to report.
+    ended_cleanly: Arc<AtomicBool>,
     stats: Arc<Mutex<ProducerStats>>,
 }
 
@@ -103,13 +112,14 @@ impl Background {
         stream: Identifier,
         topic: Identifier,
         config: ProducerConfig,
-        on_error: Option<OnError>,
+        on_error: Option<ErrorCallback>,
     ) -> Self {
         let (commands, queue) = mpsc::channel(COMMAND_QUEUE_LEN);
         let stats = Arc::new(Mutex::new(ProducerStats::default()));
         let backpressure = config.backpressure;
         let max_buffered_messages = config.max_buffered_messages;
         let span = debug_span!("producer", stream = %stream, topic = %topic);
+        let ended_cleanly = Arc::new(AtomicBool::new(false));
         let worker = Worker {
             client,
             buffer: ProducerBuffer::new(stream, topic, config),
@@ -126,6 +136,7 @@ impl Background {
             closing: false,
             failures: None,
             stats: Arc::clone(&stats),
+            ended_cleanly: Arc::clone(&ended_cleanly),
         };
         runtime.spawn(worker.run(queue).instrument(span));
         Self {
@@ -133,14 +144,12 @@ impl Background {
             backpressure,
             max_buffered_messages,
             closed: AtomicBool::new(false),
+            ended_cleanly,
             stats,
         }
     }
 
-    pub(super) async fn send(
-        &self,
-        mut messages: Vec<Message>,
-    ) -> Result<DeliveryHandle, ClientError> {
+    pub(super) async fn send(&self, mut messages: Vec<Message>) -> Result<Delivery, ClientError> {
         if self.closed.load(Ordering::Acquire) {
             return Err(ClientError::Closed);
         }
@@ -190,10 +199,9 @@ impl Background {
     pub(super) async fn flush(&self) -> Result<(), ProducerError> {
         let (done, finished) = oneshot::channel();
         if self.commands.send(Command::Flush { done }).await.is_err() {
-            // The task has ended: it flushed everything before it did.
-            return Ok(());
+            return self.ended();
         }
-        finished.await.unwrap_or(Ok(()))
+        finished.await.unwrap_or_else(|_| self.ended())
     }
 
     pub(super) async fn shutdown(&self) -> Result<(), ProducerError> {
@@ -205,9 +213,19 @@ impl Background {
             .await
             .is_err()
         {
-            return Ok(());
+            return self.ended();
         }
-        finished.await.unwrap_or(Ok(()))
+        finished.await.unwrap_or_else(|_| self.ended())
+    }
+
+    /// What a flush reports when the task is gone: nothing when it ended after flushing
+    /// everything (and reporting its failures), `Stopped` when it stopped abnormally.
+    fn ended(&self) -> Result<(), ProducerError> {
+        if self.ended_cleanly.load(Ordering::Acquire) {
+            Ok(())
+        } else {
+            Err(ProducerError::Stopped)
+        }
     }
 
     pub(super) fn stats(&self) -> ProducerStats {
@@ -219,7 +237,7 @@ impl Background {
 struct WaitingCall {
     messages: Vec<Message>,
     deadline: Option<Instant>,
-    reply: oneshot::Sender<Result<DeliveryHandle, ClientError>>,
+    reply: oneshot::Sender<Result<Delivery, ClientError>>,
 }
 
 /// A flush waits for every call buffered before it: tickets below `before`.
@@ -236,7 +254,7 @@ struct Worker {
     /// messages even when it answers `Full`, so a call is pushed only once it fits, and
     /// whether it fits needs the bytes, which the buffer does not show.
     buffered_bytes: usize,
-    on_error: Option<OnError>,
+    on_error: Option<ErrorCallback>,
     next_ticket: u64,
     deliveries: HashMap<Ticket, DeliverySender>,
     /// Tickets buffered or in flight, not yet settled (what flushes wait for).
@@ -251,6 +269,7 @@ struct Worker {
     /// Messages failed since the last flush that no `on_error` took, and the last error.
     failures: Option<(u64, ClientError)>,
     stats: Arc<Mutex<ProducerStats>>,
+    ended_cleanly: Arc<AtomicBool>,
 }
 
 impl Worker {
@@ -290,6 +309,20 @@ impl Worker {
         {
             let _ = done.send(outcome.clone());
         }
+        // Commands that came after the end: nothing is left to flush, and nothing more is
+        // sent.
+        self.ended_cleanly.store(true, Ordering::Release);
+        commands.close();
+        while let Ok(command) = commands.try_recv() {
+            match command {
+                Command::Send { reply, .. } => {
+                    let _ = reply.send(Err(ClientError::Closed));
+                }
+                Command::Flush { done } | Command::Shutdown { done } => {
+                    let _ = done.send(Ok(()));
+                }
+            }
+        }
     }
 
     fn handle(&mut self, command: Command) {
@@ -318,7 +351,7 @@ impl Worker {
         &mut self,
         messages: Vec<Message>,
         wait: RoomWait,
-        reply: oneshot::Sender<Result<DeliveryHandle, ClientError>>,
+        reply: oneshot::Sender<Result<Delivery, ClientError>>,
     ) {
         if self.closing {
             let _ = reply.send(Err(ClientError::Closed));
@@ -367,9 +400,9 @@ impl Worker {
                 self.next_ticket += 1;
                 self.buffered_bytes += bytes;
                 self.unsettled.insert(ticket.0);
-                let (delivery, answer) = oneshot::channel();
+                let (delivery, outcome) = oneshot::channel();
                 self.deliveries.insert(ticket, delivery);
-                Ok(DeliveryHandle { answer })
+                Ok(Delivery { outcome })
             }
             Err(PushError::Empty) => Err(empty_send()),
             Err(PushError::TooLarge { bytes, .. }) => Err(larger_than_buffer(bytes)),
@@ -487,8 +520,8 @@ impl Worker {
                     }
                 }
                 Err(failure) => {
-                    if let Some(delivery) = delivery {
-                        let _ = delivery.send(Err(failure.error.clone()));
+                    if let Some(delivery) = delivery.filter(|d| !d.is_closed()) {
+                        let _ = delivery.send(Err(failure.clone()));
                     }
                     let count = failure.messages.len() as u64;
                     warn!(messages = count, error = %failure.error, "producer send failed");
