@@ -142,9 +142,30 @@ fn numbers_of(read: &[(u64, String)], prefix: &str) -> Vec<u32> {
 /// every task's messages are in the order it sent them, and none is lost or doubled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_sends_keep_each_partitions_order() {
+    let setup = setup(|_| {}).await;
+    keeps_each_partitions_order(setup).await;
+}
+
+/// The same while the producer's batches wait for room in the client (two requests in
+/// the router, slow nodes, four batches in flight): a batch that waits is never overtaken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn background_batches_waiting_for_room_keep_each_partitions_order() {
+    let setup = setup(|config| {
+        config.max_pending_requests = 2;
+        config.max_pending_per_lane = 2;
+    })
+    .await;
+    for node in 0..3 {
+        setup
+            .cluster
+            .set_reply_delay(node, Duration::from_millis(2));
+    }
+    keeps_each_partitions_order(setup).await;
+}
+
+async fn keeps_each_partitions_order(setup: Setup) {
     const TASKS: u32 = 3;
     const CALLS: u32 = 200;
-    let setup = setup(|_| {}).await;
     let producer = setup
         .client
         .producer("orders", "events")
