@@ -5,11 +5,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iggy_route_core::client::{Call, ClientError};
-use iggy_route_core::{Config, Reply, Request, Router, Stats};
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use mio::{Poll, Waker};
 
-use crate::io_loop::{Command, IoLoop, WAKER};
+use crate::io_loop::{Admission, Command, IoLoop, PendingLimits, WAKER};
 use crate::resolve::{Lookup, Resolver, system_lookup};
+use crate::responder::Responder;
 
 /// `connect` waits this many connect timeouts for the session to sign in.
 const CONNECT_ATTEMPTS: u32 = 3;
@@ -30,6 +33,8 @@ struct Shared {
     waker: Arc<Waker>,
     stats: Arc<Mutex<Stats>>,
     io_thread: Mutex<Option<JoinHandle<()>>>,
+    /// How long a call waits for room in the router (`Config::request_timeout`).
+    room_wait: Duration,
 }
 
 impl Drop for Shared {
@@ -80,6 +85,11 @@ impl Client {
     /// [`Client::connect`] with the name lookup given (tests use slow or scripted ones).
     pub(crate) fn start(config: Config, lookup: Lookup) -> Result<Client, ClientError> {
         let budget = config.connect_timeout * CONNECT_ATTEMPTS;
+        let room_wait = config.request_timeout;
+        let limits = PendingLimits {
+            total: config.max_pending_requests,
+            per_lane: config.max_pending_per_lane,
+        };
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let router = Router::new(config, entropy_seed()?, Instant::now());
@@ -90,6 +100,7 @@ impl Client {
             poll,
             router,
             Resolver::new(lookup, Arc::clone(&waker)),
+            limits,
             command_queue,
             Arc::clone(&stats),
             session_ready,
@@ -103,6 +114,7 @@ impl Client {
                 waker,
                 stats,
                 io_thread: Mutex::new(Some(io_thread)),
+                room_wait,
             }),
         };
         // The I/O thread answers as soon as the core reports the session signed in, or the
@@ -148,9 +160,67 @@ impl Client {
         stop_io_thread(&self.shared);
     }
 
+    /// [`Client::send`] without waiting for room: `ClientError::QueueFull` at once when
+    /// the router has no room for it, or while other calls wait for room (a try never
+    /// overtakes them).
+    pub fn try_send(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partitioning: Partitioning,
+        messages: Vec<Message>,
+    ) -> Result<SendReceipt, ClientError> {
+        let mut call = Call::send(stream, topic, partitioning, messages)?;
+        call.stamp_origin_timestamps(unix_micros());
+        let Call { request, reply } = call;
+        reply.extract(self.try_request(request)?)
+    }
+
     /// Any request: submitted to the router, answered when it completes.
+    ///
+    /// When the router has no room for it (`Config::max_pending_requests`, or
+    /// `max_pending_per_lane` for its partition), it waits for room behind the calls
+    /// already waiting, for up to `Config::request_timeout`; past that it fails with
+    /// `ClientError::QueueFull`. (Once submitted, it has the router's `request_timeout`.)
+    /// At most `max_pending_requests` calls wait; beyond that a call gets `QueueFull` at
+    /// once.
     pub fn request(&self, request: Request) -> Result<Reply, ClientError> {
-        self.request_within(request, None)
+        self.request_with(request, self.wait_for_room())
+    }
+
+    /// [`Client::request`] without waiting for room: `ClientError::QueueFull` at once when
+    /// the router has no room for it, or while other calls wait for room.
+    pub fn try_request(&self, request: Request) -> Result<Reply, ClientError> {
+        self.request_with(request, Admission::AtOnce)
+    }
+
+    /// Submits `request` without waiting for its answer, which goes to `responder` (run
+    /// on the I/O thread). Calls waiting for room are served in the order they were made,
+    /// so requests submitted one after another from one thread reach the router in that
+    /// order.
+    pub(crate) fn submit(&self, request: Request, admission: Admission, responder: Responder) {
+        let command = Command::Submit {
+            request,
+            responder,
+            admission,
+        };
+        // Unsent (the I/O thread is gone), the command is dropped here, and with it the
+        // responder, which then answers `Closed`.
+        if self.shared.commands.send(command).is_ok() {
+            // A waker that fails leaves the command unread until the next wake-up; the
+            // request's deadline still ends it.
+            let _ = self.shared.waker.wake();
+        }
+    }
+
+    /// The `Admission` for a call that may wait for room from now.
+    pub(crate) fn wait_for_room(&self) -> Admission {
+        // `Config::validate` bounds the timeout to a day; were the sum ever to overflow,
+        // the call would still be tried once.
+        let deadline = Instant::now()
+            .checked_add(self.shared.room_wait)
+            .unwrap_or_else(Instant::now);
+        Admission::WaitForRoom { deadline }
     }
 
     /// Every listed operation's method ends here: stamps the call with the adapter's clock,
@@ -161,30 +231,17 @@ impl Client {
         reply.extract(self.request(request)?)
     }
 
-    fn request_within(
-        &self,
-        request: Request,
-        budget: Option<Duration>,
-    ) -> Result<Reply, ClientError> {
+    fn request_with(&self, request: Request, admission: Admission) -> Result<Reply, ClientError> {
         let (reply, answer) = mpsc::sync_channel(1);
-        self.shared
-            .commands
-            .send(Command::Submit { request, reply })
-            .map_err(|_| ClientError::Closed)?;
-        self.shared.waker.wake()?;
-        match budget {
-            None => answer.recv().map_err(|_| ClientError::Closed)?,
-            Some(after) => match answer.recv_timeout(after) {
-                Ok(outcome) => outcome,
-                Err(mpsc::RecvTimeoutError::Timeout) => Err(ClientError::ConnectTimedOut { after }),
-                Err(mpsc::RecvTimeoutError::Disconnected) => Err(ClientError::Closed),
-            },
-        }
+        self.submit(request, admission, Responder::Caller(reply));
+        // Bounded: the I/O thread answers every request by its deadline (or its wait for
+        // room by its own), and a closed client drops the sender.
+        answer.recv().map_err(|_| ClientError::Closed)?
     }
 }
 
 /// The adapter owns the clock: "now" for messages without a producer timestamp, in µs.
-fn unix_micros() -> u64 {
+pub(crate) fn unix_micros() -> u64 {
     u64::try_from(since_unix_epoch().as_micros()).unwrap_or(u64::MAX)
 }
 

@@ -1,6 +1,10 @@
 //! The I/O thread: one `mio::Poll` loop that owns the [`Router`] and every socket, and
 //! follows the router's drive contract: feed one input, drain `poll_output` to `None`
 //! carrying out each output, then poll until the next readiness, command or deadline.
+//!
+//! It also parks the requests the router has no room for (see [`crate::parking`]): after
+//! every turn of the loop, whatever completed made room, and the parked requests are
+//! submitted again in arrival order.
 
 use std::collections::HashMap;
 use std::io;
@@ -11,14 +15,16 @@ use std::time::{Duration, Instant};
 
 use iggy_route_core::client::{ClientError, connect_error, session_signal};
 use iggy_route_core::{
-    CloseReason, ConnectError, LinkId, Output, Reply, Request, RequestId, Router, Stats,
+    CloseReason, ConnectError, LinkId, Output, Request, RequestId, Router, Stats, SubmitError,
 };
 use mio::event::Event as Readiness;
 use mio::{Events, Poll, Token};
 use tracing::{debug, debug_span, error, trace};
 
 use crate::connection::{ConnectState, Connection};
+use crate::parking::{Parked, ParkedRequests};
 use crate::resolve::{Resolution, Resolver};
+use crate::responder::Responder;
 
 /// The token of the waker that announces commands and finished name lookups (mio allows
 /// one waker per poll, so both share it).
@@ -30,16 +36,35 @@ const MAX_COMMANDS_PER_WAKE: usize = 64;
 /// Bytes asked for per read.
 const READ_CHUNK: usize = 64 * 1024;
 
-pub(crate) type ReplySender = mpsc::SyncSender<Result<Reply, ClientError>>;
-
 /// What a [`crate::Client`] asks of the I/O thread.
 #[derive(Debug)]
 pub(crate) enum Command {
     Submit {
         request: Request,
-        reply: ReplySender,
+        responder: Responder,
+        admission: Admission,
     },
     Shutdown,
+}
+
+/// What a submit does when the router has no room for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Admission {
+    /// Waits (parked, in arrival order) for room until `deadline`, then fails with
+    /// `QueueFull`.
+    WaitForRoom { deadline: Instant },
+    /// Fails with `QueueFull` at once, also while others are parked: a try never jumps
+    /// the queue.
+    AtOnce,
+}
+
+/// The router's bounds on pending requests, which decide when a request may be refused.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingLimits {
+    /// `Config::max_pending_requests`: also how many requests may be parked.
+    pub(crate) total: usize,
+    /// `Config::max_pending_per_lane` (never above `total`).
+    pub(crate) per_lane: usize,
 }
 
 #[derive(Debug)]
@@ -50,7 +75,10 @@ pub(crate) struct IoLoop {
     /// Links whose address is being looked up, with their spans; no socket yet.
     resolving: HashMap<LinkId, tracing::Span>,
     resolver: Resolver,
-    pending: HashMap<RequestId, ReplySender>,
+    pending: HashMap<RequestId, Responder>,
+    /// Requests waiting for room in the router, in arrival order.
+    parked: ParkedRequests,
+    limits: PendingLimits,
     commands: mpsc::Receiver<Command>,
     stats: Arc<Mutex<Stats>>,
     read_buffer: Vec<u8>,
@@ -63,6 +91,7 @@ impl IoLoop {
         poll: Poll,
         router: Router,
         resolver: Resolver,
+        limits: PendingLimits,
         commands: mpsc::Receiver<Command>,
         stats: Arc<Mutex<Stats>>,
         session_ready: mpsc::Sender<Result<(), ClientError>>,
@@ -74,6 +103,8 @@ impl IoLoop {
             resolving: HashMap::new(),
             resolver,
             pending: HashMap::new(),
+            parked: ParkedRequests::new(limits.total),
+            limits,
             commands,
             stats,
             read_buffer: vec![0; READ_CHUNK],
@@ -99,7 +130,12 @@ impl IoLoop {
                         "next wake-up"
                     );
                 }
-                next.map(|(at, _)| at.saturating_duration_since(Instant::now()))
+                let parked = self.parked.next_deadline();
+                let wake = match (next.map(|(at, _)| at), parked) {
+                    (Some(timer), Some(parked)) => Some(timer.min(parked)),
+                    (timer, parked) => timer.or(parked),
+                };
+                wake.map(|at| at.saturating_duration_since(Instant::now()))
             };
             if let Err(error) = self.poll.poll(&mut events, timeout) {
                 if error.kind() == io::ErrorKind::Interrupted {
@@ -132,6 +168,7 @@ impl IoLoop {
                 self.router.handle_timeout(Instant::now());
                 self.drain();
             }
+            self.unpark();
             self.update_interests();
         }
     }
@@ -141,17 +178,11 @@ impl IoLoop {
     fn take_commands(&mut self) -> Option<bool> {
         for _ in 0..MAX_COMMANDS_PER_WAKE {
             match self.commands.try_recv() {
-                Ok(Command::Submit { request, reply }) => {
-                    match self.router.submit(Instant::now(), request) {
-                        Ok(id) => {
-                            self.pending.insert(id, reply);
-                        }
-                        Err(error) => {
-                            let _ = reply.send(Err(error.into()));
-                        }
-                    }
-                    self.drain();
-                }
+                Ok(Command::Submit {
+                    request,
+                    responder,
+                    admission,
+                }) => self.submit(request, responder, admission),
                 Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => {
                     self.shutdown();
                     return None;
@@ -160,6 +191,104 @@ impl IoLoop {
             }
         }
         Some(true)
+    }
+
+    /// A caller's request: to the router, or parked behind the requests already waiting
+    /// for room.
+    fn submit(&mut self, request: Request, responder: Responder, admission: Admission) {
+        // Room freed since the last turn (requests completed within it, their callers
+        // calling again at once) goes to the requests already waiting, before this one
+        // is measured against it.
+        self.unpark();
+        match admission {
+            Admission::AtOnce if !self.parked.is_empty() => {
+                let limit = self.limits.total;
+                responder.respond(Err(ClientError::QueueFull { limit }));
+            }
+            Admission::AtOnce => match self.router.submit(Instant::now(), request) {
+                Ok(id) => {
+                    self.pending.insert(id, responder);
+                    self.drain();
+                }
+                Err(error) => responder.respond(Err(error.into())),
+            },
+            Admission::WaitForRoom { deadline } => {
+                let parked = Parked::new(request, responder, deadline, self.limits.total);
+                if self.parked.is_empty() {
+                    if let Some(parked) = self.submit_if_room(parked) {
+                        self.park(parked);
+                    }
+                } else {
+                    self.park(parked);
+                }
+            }
+        }
+    }
+
+    /// Parks a request behind the others, or fails it when the lot is full.
+    fn park(&mut self, parked: Parked) {
+        if let Some(refused) = self.parked.park(parked) {
+            let limit = self.limits.total;
+            refused
+                .responder
+                .respond(Err(ClientError::QueueFull { limit }));
+        }
+    }
+
+    /// Submits a request that may wait for room; hands it back when the router has none.
+    fn submit_if_room(&mut self, mut parked: Parked) -> Option<Parked> {
+        let pending = self.router.pending_count();
+        if pending >= self.limits.total {
+            // Certain to be refused: no need to ask.
+            parked.limit = self.limits.total;
+            return Some(parked);
+        }
+        // `Router::submit` drops a request it refuses for want of room, so a copy is kept
+        // to park it again, but only when a bound is near enough to be hit: far from them
+        // the copy would cost every send an allocation for nothing. (A request the
+        // router still counts after it completed, one that timed out in flight, can
+        // make it refuse sooner; such a request fails with `QueueFull` at once.)
+        let spare = (pending + 1 >= self.limits.per_lane).then(|| parked.request.clone());
+        let (request, responder, place) = parked.into_parts();
+        match self.router.submit(Instant::now(), request) {
+            Ok(id) => {
+                self.pending.insert(id, responder);
+                self.drain();
+                None
+            }
+            Err(SubmitError::QueueFull { limit }) => match spare {
+                Some(request) => Some(Parked::resume(request, responder, place, limit)),
+                None => {
+                    responder.respond(Err(ClientError::QueueFull { limit }));
+                    None
+                }
+            },
+            Err(error) => {
+                responder.respond(Err(error.into()));
+                None
+            }
+        }
+    }
+
+    /// Fails the parked requests whose wait is over, then submits the others in arrival
+    /// order while the router takes them. Runs after every turn of the loop: room frees
+    /// up when requests complete, which every input may do.
+    fn unpark(&mut self) {
+        if self.parked.is_empty() {
+            return;
+        }
+        for expired in self.parked.take_expired(Instant::now()) {
+            let limit = expired.limit;
+            expired
+                .responder
+                .respond(Err(ClientError::QueueFull { limit }));
+        }
+        while let Some(front) = self.parked.pop_front() {
+            if let Some(front) = self.submit_if_room(front) {
+                self.parked.restore(front);
+                break;
+            }
+        }
     }
 
     fn socket_ready(&mut self, readiness: &Readiness) {
@@ -261,9 +390,8 @@ impl IoLoop {
                     // A caller that reads `stats()` right after its request returns must
                     // see that request counted.
                     self.publish_stats();
-                    if let Some(reply) = self.pending.remove(&id) {
-                        // The caller may have stopped waiting; the outcome is then unused.
-                        let _ = reply.send(outcome.map_err(ClientError::from));
+                    if let Some(responder) = self.pending.remove(&id) {
+                        responder.respond(outcome.map_err(ClientError::from));
                     }
                 }
                 Output::Event(event) => {
@@ -387,5 +515,8 @@ impl IoLoop {
         }
         // Anything left was never accepted by the router; its caller sees `Closed`.
         self.pending.clear();
+        for parked in self.parked.take_all() {
+            parked.responder.respond(Err(ClientError::Closed));
+        }
     }
 }

@@ -30,11 +30,47 @@
 //!
 //! Streams and topics are named by number (`1u32`), by name (`"orders"`) or by
 //! [`Identifier`].
+//!
+//! # Backpressure
+//! The router holds at most `Config::max_pending_requests` requests (and
+//! `max_pending_per_lane` per partition). A call it has no room for waits: it is parked
+//! on the I/O thread and submitted when requests complete, in the order the calls were
+//! made (a later call never overtakes one that waits, so one thread's sends to a
+//! partition stay in order). The wait lasts at most `Config::request_timeout`, after which
+//! the call fails with [`ClientError::QueueFull`]; at most `max_pending_requests` calls
+//! wait, and a call beyond them fails with `QueueFull` at once. [`Client::try_send`] and
+//! [`Client::try_request`] never wait: they fail with `QueueFull` at once when the router
+//! is full or other calls are waiting. [`Client::shutdown`] ends waiting calls with
+//! [`ClientError::Closed`].
+//!
+//! # Producers
+//! [`Client::producer`] sets up a [`Producer`] of one topic, the SDK's `IggyProducer`:
+//! direct (each `send` cut into chunks of `batch_length` messages, every acknowledgement
+//! waited for), or background (`send` buffers within bounds and returns a
+//! [`producer::Delivery`] that resolves to that call's own receipt; one thread per
+//! producer submits batches in order, several in flight). See [`producer`].
+//!
+//! ```no_run
+//! # fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use iggy_route_mio::{BackgroundConfig, Client, Message};
+//!
+//! let client = Client::from_connection_string("iggy://iggy:iggy@127.0.0.1:8090")?;
+//! let producer = client.producer("orders", "events")?.background(BackgroundConfig::default()).build()?;
+//! for n in 0..1000 {
+//!     producer.send_one(Message { payload: format!("order {n}").into(), ..Message::default() })?;
+//! }
+//! producer.shutdown()?; // flushes: every message acknowledged, or the failures reported
+//! # Ok(())
+//! # }
+//! ```
 
 mod client;
 mod connection;
 mod io_loop;
+mod parking;
+pub mod producer;
 mod resolve;
+mod responder;
 #[cfg(test)]
 mod tests;
 
@@ -48,4 +84,8 @@ pub use iggy_route_core::wire::{
 pub use iggy_route_core::{
     Config, Credentials, Delivery, PollRequest, Reply, Request, RequestError, SendReceipt, Stats,
     SubmitError,
+};
+pub use producer::{
+    BackgroundConfig, Backpressure, ErrorCallback, Producer, ProducerBuilder, ProducerError,
+    ProducerStats, SendFailure,
 };

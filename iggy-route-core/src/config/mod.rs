@@ -148,7 +148,8 @@ pub struct Config {
     /// Most messages one `SEND_MESSAGES` frame carries when sends queued for one partition
     /// are merged into it (coalescing: while a partition's write is in flight, the sends
     /// behind it wait, and the next frame takes as many of them as the bounds allow). One
-    /// turns coalescing off. A single send above the bound still goes, alone.
+    /// turns coalescing off. A single send above the bound still goes, alone. The byte
+    /// bound below usually comes first (10,000 messages of 100 B are 1.6 MiB).
     pub coalesce_max_messages: u32,
     /// Most message bytes (headers, payloads and user headers) one merged frame carries;
     /// never more than `max_frame_size` allows.
@@ -161,8 +162,11 @@ pub struct Config {
 }
 
 impl Config {
-    /// Defaults for a production client: 30 s per request, 5 s per attempt, 4 data links
-    /// per node, 10,000 pending requests.
+    /// Defaults for a production client: 30 s per request, 5 s per attempt, 8 data links
+    /// per node (a partition has one write in flight, so a node leading many partitions
+    /// needs links for them to be written to at once: at 4, a slow commit kept two of the
+    /// demo's six partitions waiting for a link), 10,000 pending requests, merged frames of
+    /// up to 10,000 messages or 1 MiB.
     pub fn new(seeds: Vec<String>, credentials: Credentials) -> Self {
         Self {
             seeds,
@@ -182,7 +186,7 @@ impl Config {
             route_recheck_interval: Duration::from_millis(5),
             heartbeat_interval: Duration::from_secs(5),
             data_link_idle_timeout: Duration::from_secs(60),
-            data_links_per_node: 4,
+            data_links_per_node: 8,
             max_pending_requests: 10_000,
             max_pending_per_lane: 2_000,
             max_frame_size: crate::wire::DEFAULT_MAX_FRAME_SIZE,
@@ -190,7 +194,7 @@ impl Config {
             delivery: Delivery::AtMostOnce,
             poll_from: PollFrom::Primary,
             own_write_settle: Duration::from_secs(1),
-            coalesce_max_messages: 1_000,
+            coalesce_max_messages: 10_000,
             coalesce_max_bytes: 1024 * 1024,
             linger: Duration::ZERO,
         }

@@ -52,7 +52,7 @@ struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=3))]
     primary_nodes: Option<u8>,
     /// Clients to run, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientKind::RouteTokio, ClientKind::RouteMio, ClientKind::Sdk])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientKind::RouteTokio, ClientKind::RouteMio, ClientKind::RouteMioProducer, ClientKind::Sdk])]
     clients: Vec<ClientKind>,
     /// Loads to run, comma-separated: `batch100` sends 100 messages per call,
     /// `single-message` one. Each load runs every scenario with every client.
@@ -72,6 +72,11 @@ struct Args {
     /// Concurrent producers per client.
     #[arg(long, default_value_t = 12)]
     producers: usize,
+    /// For the `*-producer` clients: messages each producer keeps sent and not yet
+    /// acknowledged before it waits for its oldest call (an application bounds what it
+    /// holds). Latency grows with it; with a slow commit, throughput does too.
+    #[arg(long, value_name = "MESSAGES", default_value_t = 2_000)]
+    producer_window: usize,
 }
 
 fn main() -> ExitCode {
@@ -93,6 +98,7 @@ fn main() -> ExitCode {
         duration: Duration::from_secs_f64(args.seconds),
         drain_grace: Duration::from_secs(30),
         sdk_nodelay: !args.sdk_nagle,
+        producer_window: args.producer_window.max(1),
     };
     let runtimes = match Runtimes::new(2) {
         Ok(runtimes) => runtimes,
@@ -150,12 +156,13 @@ fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
     println!(
         "iggy-route demo: {NODES}-node loopback cluster, topic of {PARTITIONS} partitions, \
          loads {}, {} producers, messages of {} B, {:.1} s per run, fresh cluster per run, \
-         slow commit {} ms; SDK with nodelay={}",
+         slow commit {} ms; producer window {} messages; SDK with nodelay={}",
         describe_loads(&args.loads),
         load.producers,
         load.payload_bytes,
         load.duration.as_secs_f64(),
         args.slow_commit_ms,
+        load.producer_window,
         load.sdk_nodelay
     );
     let commit = Duration::from_millis(args.slow_commit_ms);

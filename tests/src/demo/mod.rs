@@ -8,6 +8,7 @@
 //! keyed so that consecutive sends land on different partitions, until the run's deadline. A send that started before the deadline is waited for and counted, so
 //! the SDK's 4 s stalls show in the wall time instead of being cut off silently.
 
+pub mod background_mio;
 pub mod load;
 pub mod producer;
 pub mod report;
@@ -29,6 +30,11 @@ pub enum ClientKind {
     /// iggy-route on mio: one `Client` shared by every producer thread.
     #[value(name = "iggy-route-mio")]
     RouteMio,
+    /// iggy-route on mio through its background producer: one `Producer` per producer
+    /// thread on one shared `Client`; `send` buffers, acknowledgements are counted as they
+    /// come.
+    #[value(name = "iggy-route-mio-producer")]
+    RouteMioProducer,
     /// The published SDK `iggy 0.11.0`, one `IggyClient` per producer task.
     #[value(name = "iggy-sdk-0.11.0")]
     Sdk,
@@ -40,6 +46,7 @@ impl ClientKind {
         match self {
             ClientKind::RouteTokio => "iggy-route-tokio",
             ClientKind::RouteMio => "iggy-route-mio",
+            ClientKind::RouteMioProducer => "iggy-route-mio-producer",
             ClientKind::Sdk => "iggy-sdk-0.11.0",
         }
     }
@@ -47,7 +54,7 @@ impl ClientKind {
     /// True for the clients built on iggy-route.
     pub fn is_iggy_route(self) -> bool {
         match self {
-            ClientKind::RouteTokio | ClientKind::RouteMio => true,
+            ClientKind::RouteTokio | ClientKind::RouteMio | ClientKind::RouteMioProducer => true,
             ClientKind::Sdk => false,
         }
     }
@@ -142,6 +149,9 @@ pub struct Load {
     /// lockstep send on loopback takes ~44 ms at p50 instead of under 1 ms (measured; it
     /// looks like Nagle meeting delayed ACKs): a cost of the SDK's default, not of routing.
     pub sdk_nodelay: bool,
+    /// Messages a background producer keeps unacknowledged (sent and not yet acknowledged)
+    /// before its `send` loop waits for the oldest call's acknowledgement.
+    pub producer_window: usize,
 }
 
 impl Load {

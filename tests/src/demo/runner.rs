@@ -14,7 +14,7 @@ use super::load::ProgressLine;
 use super::report::{RefusalSource, Row};
 use super::topology::EmbeddedCluster;
 use super::{ClientKind, Load, PARTITIONS, Scenario, TOPIC_NAME};
-use super::{route_mio, route_tokio, sdk};
+use super::{background_mio, route_mio, route_tokio, sdk};
 
 /// The two runtimes of the demo.
 #[derive(Debug)]
@@ -82,7 +82,7 @@ pub fn run_embedded(
                 stored_messages: None,
             })
         }),
-        ClientKind::RouteTokio | ClientKind::RouteMio => {
+        ClientKind::RouteTokio | ClientKind::RouteMio | ClientKind::RouteMioProducer => {
             let config = Config::from_connection_string(&cluster.connection_string())
                 .map_err(|error| format!("connection string: {error}"))?;
             let before = cluster.counters();
@@ -134,7 +134,7 @@ pub fn run_external(
     let label = format!("{} {client} external", load.kind);
     let row = match client {
         ClientKind::Sdk => run_sdk_external(runtimes, &config, (stream, topic), load, label),
-        ClientKind::RouteTokio | ClientKind::RouteMio => run_route(
+        ClientKind::RouteTokio | ClientKind::RouteMio | ClientKind::RouteMioProducer => run_route(
             runtimes,
             client,
             config.clone(),
@@ -217,16 +217,26 @@ fn run_route(
             routed.shutdown().await;
             Ok::<_, String>((measurement, before, after))
         })?,
-        ClientKind::RouteMio => {
+        ClientKind::RouteMio | ClientKind::RouteMioProducer => {
             let routed = iggy_route_mio::Client::connect(config)
                 .map_err(|error| format!("connect: {error}"))?;
             let before = routed.stats();
             let line = ProgressLine::start(label, load);
-            let measurement = route_mio::produce(&routed, &stream, &topic, load, &line.progress());
+            let measurement = if client == ClientKind::RouteMio {
+                Ok(route_mio::produce(
+                    &routed,
+                    &stream,
+                    &topic,
+                    load,
+                    &line.progress(),
+                ))
+            } else {
+                background_mio::produce(&routed, &stream, &topic, load, &line.progress())
+            };
             line.finish();
             let after = routed.stats();
             routed.shutdown();
-            (measurement, before, after)
+            (measurement?, before, after)
         }
         ClientKind::Sdk => return Err("the SDK is not an iggy-route client".to_owned()),
     };

@@ -1,0 +1,496 @@
+//! A producer on the blocking client (the SDK 0.11.0's `IggyProducer`), in two modes:
+//!
+//! - **direct** (the default): [`Producer::send`] is [`Client::send`] of the messages, cut
+//!   into chunks of at most `batch_length` messages and `batch_size` bytes that are sent
+//!   one after another; it returns once every chunk is acknowledged, with one receipt per
+//!   chunk. A chunk that fails ends the call: the chunks before it are stored, the ones
+//!   after it were never sent.
+//! - **background** (a [`Producer<Background>`]): `send` buffers the messages and returns
+//!   a [`Delivery`], which resolves to that call's own receipt. One thread per producer
+//!   cuts the buffer into batches (full, lingered `linger_time`, or flushed) and hands
+//!   each to the client's router in order without waiting for its answer, up to
+//!   `max_in_flight` at once; the router may merge them further. The client's I/O thread
+//!   stays the only one that touches sockets.
+//!
+//! A failed background send is never silent: its [`Delivery`] says so, the `on_error`
+//! callback gets its messages back, and without a callback the next `flush` (or
+//! `shutdown`) names how many messages failed.
+//!
+//! ```no_run
+//! # fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use iggy_route_mio::{BackgroundConfig, Client, Message, Partitioning};
+//!
+//! let client = Client::from_connection_string("iggy://iggy:iggy@127.0.0.1:8090")?;
+//! let producer = client
+//!     .producer("orders", "events")?
+//!     .partitioning(Partitioning::Balanced)
+//!     .linger_time(Duration::from_millis(5))
+//!     .background(BackgroundConfig::default())
+//!     .build()?;
+//! let delivery = producer.send(vec![Message { payload: "hello".into(), ..Message::default() }])?;
+//! producer.flush()?;
+//! println!("stored at {:?}", delivery.wait().map(|receipt| receipt.base_offset));
+//! producer.shutdown()?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod background;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use iggy_route_core::client::ClientError;
+use iggy_route_core::client::producer::ProducerConfig;
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{ConfigError, SendReceipt, SubmitError};
+
+pub use background::{Background, Delivery};
+pub use iggy_route_core::client::producer::{Backpressure, ProducerStats, SendFailure};
+
+use crate::Client;
+
+/// Hears of every background send call that failed, with its messages back. It runs on the
+/// producer's thread: while it runs, no batch is submitted. It must not call
+/// [`Producer::shutdown`] expecting a flush (that would wait for itself; see there), and
+/// should not hold a clone of its own producer (the producer then never stops on drop).
+pub type ErrorCallback = Arc<dyn Fn(SendFailure) + Send + Sync>;
+
+/// The longest duration a producer accepts (as `Config` does): instants stay far from
+/// overflow.
+const LONGEST: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How a background producer bounds what it holds, and where failures go. The defaults are
+/// [`ProducerConfig`]'s: 100,000 messages or 32 MiB buffered, 16 batches in flight, senders
+/// block while the buffer is full, no callback.
+#[derive(Clone)]
+pub struct BackgroundConfig {
+    /// Most messages buffered and not yet submitted.
+    pub max_buffered_messages: usize,
+    /// Most message bytes buffered and not yet submitted.
+    pub max_buffered_bytes: usize,
+    /// Most batches submitted and not yet answered. Keep it within the client's room
+    /// (`Config::max_pending_requests`, twice over with the calls that may wait for room):
+    /// a batch that finds the router full and as many calls already waiting fails with
+    /// `ClientError::QueueFull`, like any call.
+    pub max_in_flight: usize,
+    /// What a send does while the buffer is full.
+    pub backpressure: Backpressure,
+    /// Gets every failed call's messages back (see [`ErrorCallback`]). Without one, the next
+    /// flush reports how many messages failed.
+    pub on_error: Option<ErrorCallback>,
+}
+
+impl Default for BackgroundConfig {
+    fn default() -> Self {
+        let defaults = ProducerConfig::default();
+        Self {
+            max_buffered_messages: defaults.max_buffered_messages,
+            max_buffered_bytes: defaults.max_buffered_bytes,
+            max_in_flight: defaults.max_in_flight,
+            backpressure: defaults.backpressure,
+            on_error: None,
+        }
+    }
+}
+
+// By hand: a callback has no `Debug`.
+impl fmt::Debug for BackgroundConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BackgroundConfig")
+            .field("max_buffered_messages", &self.max_buffered_messages)
+            .field("max_buffered_bytes", &self.max_buffered_bytes)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("backpressure", &self.backpressure)
+            .field("on_error", &self.on_error.is_some())
+            .finish()
+    }
+}
+
+/// Why a flush (or shutdown) reports failure.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProducerError {
+    /// Messages failed since the last flush and no `on_error` callback took them (each
+    /// failed call's [`Delivery`] also says so).
+    #[error("{messages} messages failed since the last flush; the last error: {last_error}")]
+    SendsFailed {
+        /// How many messages.
+        messages: u64,
+        /// Why the last of them failed.
+        last_error: ClientError,
+    },
+    /// The producer's thread stopped abnormally (it panicked): batches it had submitted may
+    /// or may not have been stored, and no more will be.
+    #[error("the producer's thread stopped abnormally")]
+    Stopped,
+}
+
+/// The mode of a producer whose `send` waits for every acknowledgement. See the module
+/// documentation.
+#[derive(Debug)]
+pub struct Direct {
+    client: Client,
+    stream: Identifier,
+    topic: Identifier,
+    partitioning: Partitioning,
+    batch_length: u32,
+    batch_size: usize,
+    closed: AtomicBool,
+    sent_messages: AtomicU64,
+    failed_messages: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+/// A producer of one stream's topic, made by [`Client::producer`]. Cheap to clone: the
+/// clones share one producer (in background mode, one buffer and one thread).
+/// `Producer` alone is a direct producer; a background one is `Producer<Background>`.
+#[derive(Debug)]
+pub struct Producer<Mode = Direct> {
+    mode: Arc<Mode>,
+}
+
+impl<Mode> Clone for Producer<Mode> {
+    fn clone(&self) -> Self {
+        Self {
+            mode: Arc::clone(&self.mode),
+        }
+    }
+}
+
+/// Sets up a [`Producer`]: [`Client::producer`], then the settings, then
+/// [`build`](ProducerBuilder::build).
+pub struct ProducerBuilder<Mode = Direct> {
+    client: Client,
+    stream: Identifier,
+    topic: Identifier,
+    config: ProducerConfig,
+    on_error: Option<ErrorCallback>,
+    mode: PhantomData<fn() -> Mode>,
+}
+
+// By hand: a callback has no `Debug`.
+impl<Mode> fmt::Debug for ProducerBuilder<Mode> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProducerBuilder")
+            .field("stream", &self.stream)
+            .field("topic", &self.topic)
+            .field("config", &self.config)
+            .field("on_error", &self.on_error.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Starts setting up a producer of `stream`'s `topic` (named as for [`Client::send`]).
+    /// It is a direct producer unless [`ProducerBuilder::background`] is chosen.
+    pub fn producer(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<ProducerBuilder<Direct>, ClientError> {
+        Ok(ProducerBuilder {
+            client: self.clone(),
+            stream: iggy_route_core::client::identifier(stream)?,
+            topic: iggy_route_core::client::identifier(topic)?,
+            config: ProducerConfig::default(),
+            on_error: None,
+            mode: PhantomData,
+        })
+    }
+}
+
+impl<Mode> ProducerBuilder<Mode> {
+    /// How each batch's partition is chosen (default `Balanced`: the router picks the
+    /// next partition for every batch).
+    #[must_use]
+    pub fn partitioning(mut self, partitioning: Partitioning) -> Self {
+        self.config.partitioning = partitioning;
+        self
+    }
+
+    /// Most messages per send submitted (default 1,000).
+    #[must_use]
+    pub fn batch_length(mut self, messages: u32) -> Self {
+        self.config.batch_length = messages;
+        self
+    }
+
+    /// Most message bytes (headers, payloads, user headers) per send submitted (default
+    /// 1 MiB). A single message above it goes alone.
+    #[must_use]
+    pub fn batch_size(mut self, bytes: usize) -> Self {
+        self.config.batch_size = bytes;
+        self
+    }
+
+    /// Background mode: how long the oldest buffered message waits for its batch to fill
+    /// (default 1 ms). Direct mode sends at once.
+    #[must_use]
+    pub fn linger_time(mut self, linger: Duration) -> Self {
+        self.config.linger_time = linger;
+        self
+    }
+
+    /// Direct mode (the default): `send` waits for every acknowledgement.
+    pub fn direct(self) -> ProducerBuilder<Direct> {
+        self.into_mode()
+    }
+
+    /// Background mode: `send` buffers, a thread of the producer submits.
+    pub fn background(self, background: BackgroundConfig) -> ProducerBuilder<Background> {
+        let mut builder = self.into_mode();
+        builder.config.max_buffered_messages = background.max_buffered_messages;
+        builder.config.max_buffered_bytes = background.max_buffered_bytes;
+        builder.config.max_in_flight = background.max_in_flight;
+        builder.config.backpressure = background.backpressure;
+        builder.on_error = background.on_error;
+        builder
+    }
+
+    fn into_mode<Other>(self) -> ProducerBuilder<Other> {
+        ProducerBuilder {
+            client: self.client,
+            stream: self.stream,
+            topic: self.topic,
+            config: self.config,
+            on_error: self.on_error,
+            mode: PhantomData,
+        }
+    }
+
+    /// The batch bounds every mode uses.
+    fn check_batches(&self) -> Result<(), ConfigError> {
+        if self.config.batch_length == 0 {
+            return Err(ConfigError::Zero {
+                field: "batch_length",
+            });
+        }
+        if self.config.batch_size == 0 {
+            return Err(ConfigError::Zero {
+                field: "batch_size",
+            });
+        }
+        Ok(())
+    }
+}
+
+impl ProducerBuilder<Direct> {
+    /// A direct producer. Fails with `ClientError::Config` for a zero bound.
+    pub fn build(self) -> Result<Producer<Direct>, ClientError> {
+        self.check_batches()?;
+        let direct = Direct {
+            client: self.client,
+            stream: self.stream,
+            topic: self.topic,
+            partitioning: self.config.partitioning,
+            batch_length: self.config.batch_length,
+            batch_size: self.config.batch_size,
+            closed: AtomicBool::new(false),
+            sent_messages: AtomicU64::new(0),
+            failed_messages: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+        };
+        Ok(Producer {
+            mode: Arc::new(direct),
+        })
+    }
+}
+
+impl ProducerBuilder<Background> {
+    /// A background producer, with its thread started. Fails with `ClientError::Config`
+    /// for a zero bound or a duration over a day, and with `ClientError::Io` when the
+    /// thread cannot be spawned.
+    pub fn build(self) -> Result<Producer<Background>, ClientError> {
+        self.check_batches()?;
+        let config = &self.config;
+        for (field, value) in [
+            ("max_buffered_messages", config.max_buffered_messages),
+            ("max_buffered_bytes", config.max_buffered_bytes),
+            ("max_in_flight", config.max_in_flight),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::Zero { field }.into());
+            }
+        }
+        if config.linger_time > LONGEST {
+            let field = "linger_time";
+            return Err(ConfigError::TooLong { field }.into());
+        }
+        if matches!(config.backpressure, Backpressure::BlockWithTimeout(wait) if wait > LONGEST) {
+            let field = "backpressure";
+            return Err(ConfigError::TooLong { field }.into());
+        }
+        let background = Background::start(
+            self.client,
+            self.stream,
+            self.topic,
+            self.config,
+            self.on_error,
+        )?;
+        Ok(Producer {
+            mode: Arc::new(background),
+        })
+    }
+}
+
+impl Producer<Direct> {
+    /// Sends `messages` (in chunks of at most `batch_length` messages and `batch_size`
+    /// bytes, one after another, each waiting for room in the router like
+    /// [`Client::send`]) and returns once every chunk is acknowledged: one receipt per
+    /// chunk, in order. A chunk that fails ends the call with its error; the chunks before
+    /// it are stored, the ones after it were never sent.
+    pub fn send(&self, messages: Vec<Message>) -> Result<Vec<SendReceipt>, ClientError> {
+        let direct = &*self.mode;
+        if direct.closed.load(Ordering::SeqCst) {
+            return Err(ClientError::Closed);
+        }
+        if messages.is_empty() {
+            return Err(ClientError::Submit(SubmitError::EmptyBatch));
+        }
+        let mut unsent = messages.len() as u64;
+        let mut receipts = Vec::new();
+        for chunk in chunks(messages, direct.batch_length, direct.batch_size) {
+            let count = chunk.len() as u64;
+            direct.in_flight.fetch_add(1, Ordering::SeqCst);
+            let sent = direct.client.send(
+                direct.stream.clone(),
+                direct.topic.clone(),
+                direct.partitioning.clone(),
+                chunk,
+            );
+            direct.in_flight.fetch_sub(1, Ordering::SeqCst);
+            match sent {
+                Ok(receipt) => {
+                    direct.sent_messages.fetch_add(count, Ordering::SeqCst);
+                    unsent -= count;
+                    receipts.push(receipt);
+                }
+                Err(error) => {
+                    direct.failed_messages.fetch_add(unsent, Ordering::SeqCst);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(receipts)
+    }
+
+    /// Sends one message and returns its receipt.
+    pub fn send_one(&self, message: Message) -> Result<SendReceipt, ClientError> {
+        let receipts = self.send(vec![message])?;
+        receipts
+            .into_iter()
+            .next()
+            .ok_or(ClientError::UnexpectedReply {
+                operation: "send one",
+            })
+    }
+
+    /// Nothing to wait for: every direct send has waited for its acknowledgements, and
+    /// reported its own failure.
+    pub fn flush(&self) -> Result<(), ProducerError> {
+        Ok(())
+    }
+
+    /// Stops the producer: sends after it fail with `ClientError::Closed`. (Sends in
+    /// progress finish.)
+    pub fn shutdown(&self) -> Result<(), ProducerError> {
+        self.mode.closed.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Messages acknowledged and failed so far, and chunks in flight now.
+    pub fn stats(&self) -> ProducerStats {
+        let direct = &*self.mode;
+        ProducerStats {
+            sent_messages: direct.sent_messages.load(Ordering::SeqCst),
+            failed_messages: direct.failed_messages.load(Ordering::SeqCst),
+            buffered_messages: 0,
+            in_flight: direct.in_flight.load(Ordering::SeqCst),
+        }
+    }
+}
+
+/// Cuts `messages` into runs of at most `max_messages` messages and `max_bytes` bytes, in
+/// order; a message larger than `max_bytes` makes a run of its own.
+fn chunks(messages: Vec<Message>, max_messages: u32, max_bytes: usize) -> Vec<Vec<Message>> {
+    let max_messages = (max_messages as usize).max(1);
+    let mut runs = Vec::new();
+    let mut run = Vec::new();
+    let mut run_bytes = 0usize;
+    for message in messages {
+        let bytes = message.frame_len();
+        let over = run.len() >= max_messages || run_bytes + bytes > max_bytes;
+        if over && !run.is_empty() {
+            runs.push(std::mem::take(&mut run));
+            run_bytes = 0;
+        }
+        run_bytes += bytes;
+        run.push(message);
+    }
+    if !run.is_empty() {
+        runs.push(run);
+    }
+    runs
+}
+
+/// Producers on several threads share one producer: keep both modes
+/// `Clone + Send + Sync`.
+const _: () = {
+    const fn shareable<T: Clone + Send + Sync>() {}
+    shareable::<Producer<Direct>>();
+    shareable::<Producer<Background>>();
+};
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::*;
+
+    fn sized(bytes: usize) -> Message {
+        Message {
+            payload: Bytes::from(vec![0u8; bytes]),
+            ..Message::default()
+        }
+    }
+
+    fn shape(runs: &[Vec<Message>]) -> Vec<usize> {
+        runs.iter().map(Vec::len).collect()
+    }
+
+    #[test]
+    fn chunks_hold_at_most_the_batch_length() {
+        let messages = (0..7).map(|_| sized(1)).collect();
+        assert_eq!(shape(&chunks(messages, 3, usize::MAX)), [3, 3, 1]);
+    }
+
+    #[test]
+    fn chunks_hold_at_most_the_batch_size_and_a_large_message_goes_alone() {
+        let frame = sized(10).frame_len();
+        let messages = vec![sized(10), sized(10), sized(10 * frame), sized(10)];
+        assert_eq!(shape(&chunks(messages, 100, 2 * frame)), [2, 1, 1]);
+    }
+
+    #[test]
+    fn chunks_keep_the_order_of_the_messages() {
+        let messages: Vec<Message> = (0..5u8)
+            .map(|i| Message {
+                payload: Bytes::from(vec![i]),
+                ..Message::default()
+            })
+            .collect();
+        let flat: Vec<u8> = chunks(messages, 2, usize::MAX)
+            .into_iter()
+            .flatten()
+            .map(|m| m.payload[0])
+            .collect();
+        assert_eq!(flat, [0, 1, 2, 3, 4]);
+    }
+}

@@ -1,0 +1,121 @@
+//! The load through iggy-route's background producer on mio: one `Producer` per producer
+//! thread, on one shared `Client`. `send` returns once the messages are buffered; the
+//! thread keeps each call's `Delivery` and counts the call when it is acknowledged, so the
+//! latency of a call is from `send` to its acknowledgement, observed in call order (an
+//! upper bound when a later call's partition answered first).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use iggy_route_mio::producer::{Background, Delivery};
+use iggy_route_mio::{BackgroundConfig, Client, Identifier, Message, Partitioning, Producer};
+
+use super::Load;
+use super::load::{Measurement, ProducerTally, Progress, RunClock, payload};
+
+/// Runs `load` on one OS thread per producer until its deadline, then flushes each
+/// producer and waits for every acknowledgement (cut off at the drain limit).
+pub fn produce(
+    client: &Client,
+    stream: &Identifier,
+    topic: &Identifier,
+    load: &Load,
+    progress: &Progress,
+) -> Result<Measurement, String> {
+    let producers = (0..load.producers)
+        .map(|_| {
+            client
+                .producer(stream.clone(), topic.clone())
+                .map_err(|error| format!("producer: {error}"))?
+                .partitioning(Partitioning::Balanced)
+                .background(BackgroundConfig::default())
+                .build()
+                .map_err(|error| format!("producer: {error}"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let clock = RunClock::start(load);
+    let payload = payload(load);
+    let tallies = std::thread::scope(|scope| {
+        let threads: Vec<_> = producers
+            .into_iter()
+            .map(|producer| {
+                let payload = payload.clone();
+                scope.spawn(move || run(&producer, load, &payload, &clock, progress))
+            })
+            .collect();
+        threads
+            .into_iter()
+            // A producer thread only panics on a bug in the demo; losing its tally would
+            // hide it.
+            .map(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| panic!("producer thread panicked"))
+            })
+            .collect()
+    });
+    Ok(Measurement::merge(&clock, tallies))
+}
+
+fn run(
+    producer: &Producer<Background>,
+    load: &Load,
+    payload: &bytes::Bytes,
+    clock: &RunClock,
+    progress: &Progress,
+) -> ProducerTally {
+    let mut tally = ProducerTally::default();
+    let mut window: VecDeque<(Instant, u64, Delivery)> = VecDeque::new();
+    while Instant::now() < clock.deadline {
+        let messages: Vec<Message> = (0..load.messages_per_send())
+            .map(|_| Message {
+                payload: payload.clone(),
+                ..Message::default()
+            })
+            .collect();
+        let count = messages.len() as u64;
+        let started = Instant::now();
+        match producer.send(messages) {
+            Ok(delivery) => window.push_back((started, count, delivery)),
+            Err(error) => {
+                tally.record(clock, started, Err(error.to_string()), progress);
+                break;
+            }
+        }
+        // Count what has been acknowledged, oldest first, without waiting.
+        while let Some((started, count, delivery)) = window.front_mut() {
+            let Some(outcome) = delivery.try_wait() else {
+                break;
+            };
+            let outcome = outcome.map(|_| *count).map_err(|f| f.error.to_string());
+            tally.record(clock, *started, outcome, progress);
+            window.pop_front();
+        }
+        // An application bounds what it holds, and so what each acknowledgement waits
+        // behind: past the window it waits for its oldest call.
+        if window.len() * load.messages_per_send() >= load.producer_window
+            && let Some((started, count, delivery)) = window.pop_front()
+        {
+            let outcome = delivery
+                .wait()
+                .map(|_| count)
+                .map_err(|f| f.error.to_string());
+            tally.record(clock, started, outcome, progress);
+        }
+    }
+    // Whatever is buffered goes now; each call is counted when its acknowledgement comes,
+    // or cut off at the drain limit.
+    let _ = producer.flush();
+    for (started, count, mut delivery) in window {
+        let left = clock.cut_off.saturating_duration_since(Instant::now());
+        match delivery.wait_timeout(left.max(Duration::from_millis(1))) {
+            Some(outcome) => {
+                let outcome = outcome.map(|_| count).map_err(|f| f.error.to_string());
+                tally.record(clock, started, outcome, progress);
+            }
+            None => tally.record_cut_off(clock),
+        }
+    }
+    let _ = producer.shutdown();
+    tally
+}
