@@ -4,14 +4,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iggy_route_core::client::{Call, ClientError};
-use iggy_route_core::{Config, Reply, Request, Router, Stats};
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, info_span};
 
-use crate::driver::{Command, Driver, IO_QUEUE_LEN};
+use crate::driver::{Admission, Command, Driver, IO_QUEUE_LEN};
 
-/// Requests waiting for the driver to take them. The router's own queues are the real
-/// bound; this only smooths bursts.
+/// Where the driver answers one handed-off request.
+pub(crate) type Answer = oneshot::Receiver<Result<Reply, ClientError>>;
+
+/// Requests waiting for the driver to take them. The router's own queues (and the line of
+/// requests waiting for room in them) are the real bound; this only smooths bursts.
 const COMMAND_QUEUE_LEN: usize = 1024;
 
 /// `connect` waits this many connect timeouts for the session to sign in.
@@ -23,6 +28,8 @@ const CONNECT_ATTEMPTS: u32 = 3;
 pub struct Client {
     commands: mpsc::Sender<Command>,
     stats: Arc<Mutex<Stats>>,
+    /// How long a request may wait for room in the router (`Config::request_timeout`).
+    request_timeout: Duration,
 }
 
 /// Writes an async method of [`Client`] for each entry of
@@ -50,15 +57,26 @@ impl Client {
     pub async fn connect(config: Config) -> Result<Client, ClientError> {
         config.validate()?;
         let budget = config.connect_timeout * CONNECT_ATTEMPTS;
-        let router = Router::new(config, entropy_seed()?, Instant::now());
+        let request_timeout = config.request_timeout;
+        let router = Router::new(config.clone(), entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel(COMMAND_QUEUE_LEN);
         let (io_events, io_queue) = mpsc::channel(IO_QUEUE_LEN);
         let stats = Arc::new(Mutex::new(Stats::default()));
         let (session_ready, session_signal) = oneshot::channel();
-        let driver = Driver::new(router, io_events, Arc::clone(&stats), session_ready);
+        let driver = Driver::new(
+            &config,
+            router,
+            io_events,
+            Arc::clone(&stats),
+            session_ready,
+        );
         let span = info_span!("iggy_route");
         tokio::spawn(driver.run(command_queue, io_queue).instrument(span));
-        let client = Client { commands, stats };
+        let client = Client {
+            commands,
+            stats,
+            request_timeout,
+        };
         // The driver answers as soon as the core reports the session signed in, or the
         // credentials refused for good; nodes that cannot be reached are the core's to
         // retry, within the budget.
@@ -84,6 +102,20 @@ impl Client {
 
     iggy_route_core::for_each_operation!(methods);
 
+    /// [`Client::send`] that never waits for room: when the router's queues are full, or
+    /// other requests are already waiting for room, it fails at once with
+    /// `ClientError::QueueFull` and nothing is sent.
+    pub async fn try_send(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        partitioning: Partitioning,
+        messages: Vec<Message>,
+    ) -> Result<SendReceipt, ClientError> {
+        let call = Call::send(stream, topic, partitioning, messages)?;
+        self.run_with(call, Admission::Immediate).await
+    }
+
     /// Counters since the client connected: sends, refusals, lookups, reconnects, session
     /// moves.
     pub fn stats(&self) -> Stats {
@@ -100,26 +132,91 @@ impl Client {
     }
 
     /// Any request: submitted to the router, answered when it completes.
+    ///
+    /// When the router's queues are full (`Config::max_pending_requests` in all, or
+    /// `Config::max_pending_per_lane` for the request's partition), the request waits for
+    /// room, in line behind every request that waits already, and is submitted as soon as
+    /// room frees up (a request completes). It waits at most `Config::request_timeout` from this call, then
+    /// fails with `ClientError::QueueFull`; so does a call that finds
+    /// `max_pending_requests` requests waiting already. Every operation method waits so.
+    /// Once the router takes the request, its own `request_timeout` runs from then, so a
+    /// request that waited for room may take up to twice `request_timeout` in all.
     pub async fn request(&self, request: Request) -> Result<Reply, ClientError> {
-        let (reply, answer) = oneshot::channel();
-        self.commands
-            .send(Command::Submit { request, reply })
-            .await
-            .map_err(|_| ClientError::Closed)?;
+        let deadline = Instant::now() + self.request_timeout;
+        self.submit(request, Admission::Wait { deadline }).await
+    }
+
+    /// [`Client::request`] that never waits for room: `ClientError::QueueFull` at once when
+    /// the router has none, or when other requests wait for room (a try never jumps the
+    /// line).
+    pub async fn try_request(&self, request: Request) -> Result<Reply, ClientError> {
+        self.submit(request, Admission::Immediate).await
+    }
+
+    async fn submit(&self, request: Request, admission: Admission) -> Result<Reply, ClientError> {
+        let answer = self.hand_off(request, admission).await?;
+        // Bounded by the driver: a waiting request leaves the line by its deadline, and an
+        // accepted one completes within the router's request timeout.
         answer.await.map_err(|_| ClientError::Closed)?
+    }
+
+    /// Hands a request to the driver and returns where its answer will come, without
+    /// waiting for it: requests handed off one after another from one task reach the
+    /// router in that order (a producer submits its batches so, several in flight).
+    pub(crate) async fn hand_off(
+        &self,
+        request: Request,
+        admission: Admission,
+    ) -> Result<Answer, ClientError> {
+        let (reply, answer) = oneshot::channel();
+        let command = Command::Submit {
+            request,
+            reply,
+            admission,
+        };
+        match admission {
+            Admission::Wait { deadline } => {
+                // The hand-off to the driver counts against the same deadline.
+                let handed = tokio::time::timeout_at(deadline.into(), self.commands.send(command));
+                match handed.await {
+                    Ok(Ok(())) => Ok(answer),
+                    Ok(Err(_closed)) => Err(ClientError::Closed),
+                    Err(_elapsed) => Err(ClientError::QueueFull {
+                        limit: COMMAND_QUEUE_LEN,
+                    }),
+                }
+            }
+            Admission::Immediate => match self.commands.try_send(command) {
+                Ok(()) => Ok(answer),
+                Err(mpsc::error::TrySendError::Full(_)) => Err(ClientError::QueueFull {
+                    limit: COMMAND_QUEUE_LEN,
+                }),
+                Err(mpsc::error::TrySendError::Closed(_)) => Err(ClientError::Closed),
+            },
+        }
+    }
+
+    /// `Config::request_timeout`: how long a request may wait for room, and then run.
+    pub(crate) fn request_timeout(&self) -> Duration {
+        self.request_timeout
     }
 
     /// Every listed operation's method ends here: stamps the call with the adapter's clock,
     /// submits its request and reads the reply as the operation expects.
-    async fn run<T>(&self, mut call: Call<T>) -> Result<T, ClientError> {
+    async fn run<T>(&self, call: Call<T>) -> Result<T, ClientError> {
+        let deadline = Instant::now() + self.request_timeout;
+        self.run_with(call, Admission::Wait { deadline }).await
+    }
+
+    async fn run_with<T>(&self, mut call: Call<T>, admission: Admission) -> Result<T, ClientError> {
         call.stamp_origin_timestamps(unix_micros());
         let Call { request, reply } = call;
-        reply.extract(self.request(request).await?)
+        reply.extract(self.submit(request, admission).await?)
     }
 }
 
 /// The adapter owns the clock: "now" for messages without a producer timestamp, in µs.
-fn unix_micros() -> u64 {
+pub(crate) fn unix_micros() -> u64 {
     u64::try_from(since_unix_epoch().as_micros()).unwrap_or(u64::MAX)
 }
 

@@ -30,10 +30,33 @@
 //!
 //! Streams and topics are named by number (`1u32`), by name (`"orders"`) or by
 //! [`Identifier`].
+//!
+//! # Backpressure
+//! The router holds at most `Config::max_pending_requests` requests (and
+//! `Config::max_pending_per_lane` for one partition). A request that finds no room waits
+//! for it, in line: first in, first out, so that a later call never overtakes one that
+//! waits (one caller's sends to one partition keep their order). It waits at most
+//! `Config::request_timeout` from the call, and the line holds at most
+//! `max_pending_requests` requests; past either bound the call fails with
+//! [`ClientError::QueueFull`]. [`Client::try_send`] and [`Client::try_request`] never wait:
+//! they fail with `QueueFull` at once when there is no room, or when requests wait in line.
+//! [`Client::shutdown`] fails every waiting request with [`ClientError::Closed`].
+//!
+//! # Producers
+//! [`Client::producer`] builds a [`Producer`] for one stream and topic (the SDK 0.11.0's
+//! `IggyProducer`). In direct mode (`Producer<Direct>`, the default) `send` cuts the call
+//! into chunks of `batch_length` messages and `batch_size` bytes and returns once each is
+//! acknowledged, with their receipts. In background mode (`Producer<Background>`, from
+//! [`ProducerBuilder::background`]) `send` returns once the messages are buffered, with a
+//! [`producer::Delivery`] that resolves to that call's own receipt; one task per producer
+//! submits the buffer's batches in order, up to `max_in_flight` at once, and
+//! [`Producer::flush`] / [`Producer::shutdown`] wait for them. See [`producer`].
 
 mod client;
 mod connection;
 mod driver;
+pub mod producer;
+mod waiting;
 
 pub use client::Client;
 pub use iggy_route_core::client::ClientError;
@@ -45,4 +68,8 @@ pub use iggy_route_core::wire::{
 pub use iggy_route_core::{
     Config, Credentials, Delivery, PollRequest, Reply, Request, RequestError, SendReceipt, Stats,
     SubmitError,
+};
+pub use producer::{
+    BackgroundConfig, Backpressure, ErrorCallback, Producer, ProducerBuilder, ProducerError,
+    ProducerStats, SendFailure,
 };

@@ -1,0 +1,425 @@
+//! A producer for one stream and topic (the SDK 0.11.0's `IggyProducer`), in one of two
+//! modes, chosen when it is built:
+//! - **direct** ([`Producer<Direct>`], the default): `send` is [`Client::send`] of the call's
+//!   messages, cut into chunks of at most `batch_length` messages and `batch_size` bytes that
+//!   are sent one after another; it returns once every chunk is acknowledged, with one
+//!   receipt per chunk.
+//! - **background** ([`Producer<Background>`]): `send` returns once the call's messages are
+//!   buffered, with a [`Delivery`] that resolves to the call's own receipt. One task per
+//!   producer cuts the buffer into batches (full, lingered `linger_time`, or flushed) and
+//!   submits them in order, up to `max_in_flight` at once; the core's
+//!   [`ProducerBuffer`](iggy_route_core::client::producer::ProducerBuffer) decides all of
+//!   that, and the task only carries it out.
+//!
+//! Failures are never silent: a direct send returns its error; a background call's failure
+//! reaches its [`Delivery`], the `on_error` callback if there is one, and otherwise the
+//! next [`Producer::flush`] (or [`Producer::shutdown`]), which counts the failed messages.
+//!
+//! ```no_run
+//! # async fn example(client: iggy_route_tokio::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use iggy_route_tokio::{BackgroundConfig, Message};
+//!
+//! let producer = client
+//!     .producer("orders", "events")?
+//!     .batch_length(500)
+//!     .background(BackgroundConfig::default())
+//!     .build()?;
+//! let delivery = producer.send_one(Message { payload: "hello".into(), ..Message::default() }).await?;
+//! // Or drop the delivery: the message is sent either way.
+//! match delivery.await {
+//!     Ok(receipt) => println!("stored at offset {:?}", receipt.base_offset),
+//!     Err(failure) => println!("{} messages not stored: {}", failure.messages.len(), failure.error),
+//! }
+//! producer.shutdown().await?; // flushes what is buffered; says if any send failed
+//! # Ok(())
+//! # }
+//! ```
+
+mod background;
+mod direct;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iggy_route_core::ConfigError;
+use iggy_route_core::client::producer::ProducerConfig;
+use iggy_route_core::client::{ClientError, identifier};
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{SendReceipt, SubmitError};
+
+use crate::Client;
+
+pub use background::{Background, Delivery};
+pub use direct::Direct;
+pub use iggy_route_core::client::producer::{Backpressure, ProducerStats, SendFailure};
+
+/// Hears of every background send call that failed, with its messages back. It runs on the
+/// producer's task: while it runs, no batch is submitted, so keep it short (hand the failure
+/// to a channel, say). A panic in it stops the producer ([`ProducerError::Stopped`]).
+pub type ErrorCallback = Arc<dyn Fn(SendFailure) + Send + Sync>;
+
+/// The bounds and failure handling of a background producer (the SDK's `BackgroundConfig`).
+#[derive(Clone)]
+pub struct BackgroundConfig {
+    /// Most messages buffered and not yet submitted (default 100,000).
+    pub max_buffered_messages: usize,
+    /// Most message bytes buffered and not yet submitted (default 32 MiB).
+    pub max_buffered_bytes: usize,
+    /// Most batches submitted and not yet answered (default 16). Keep it within the
+    /// client's room (`Config::max_pending_requests`, twice over with the requests that may
+    /// wait for room): a batch that finds the router full and as many requests already
+    /// waiting fails with `ClientError::QueueFull`, like any request.
+    pub max_in_flight: usize,
+    /// What `send` does when the buffer has no room (default: wait).
+    pub backpressure: Backpressure,
+    /// Where failed sends go; without one, [`Producer::flush`] reports how many failed.
+    pub on_error: Option<ErrorCallback>,
+}
+
+impl Default for BackgroundConfig {
+    fn default() -> Self {
+        let defaults = ProducerConfig::default();
+        Self {
+            max_buffered_messages: defaults.max_buffered_messages,
+            max_buffered_bytes: defaults.max_buffered_bytes,
+            max_in_flight: defaults.max_in_flight,
+            backpressure: defaults.backpressure,
+            on_error: None,
+        }
+    }
+}
+
+impl fmt::Debug for BackgroundConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BackgroundConfig")
+            .field("max_buffered_messages", &self.max_buffered_messages)
+            .field("max_buffered_bytes", &self.max_buffered_bytes)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("backpressure", &self.backpressure)
+            .field("on_error", &self.on_error.as_ref().map(|_| "callback"))
+            .finish()
+    }
+}
+
+/// Why a flush (or a shutdown, which flushes) reports failure.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProducerError {
+    /// Sends failed since the last flush and no `on_error` callback took them (each call's
+    /// [`Delivery`] was told too).
+    #[error("{messages} messages failed since the last flush; the last error: {last_error}")]
+    SendsFailed {
+        /// Messages whose send failed (or whose outcome is unknown).
+        messages: u64,
+        /// The error of the last failed send.
+        last_error: ClientError,
+    },
+    /// The producer's task stopped abnormally (its `on_error` callback panicked, say):
+    /// batches it had submitted may or may not have been stored, and no more will be.
+    #[error("the producer's task stopped abnormally")]
+    Stopped,
+}
+
+/// Builds a [`Producer`]; from [`Client::producer`]. Direct mode unless
+/// [`ProducerBuilder::background`] is called.
+pub struct ProducerBuilder<M = Direct> {
+    client: Client,
+    stream: Identifier,
+    topic: Identifier,
+    config: ProducerConfig,
+    on_error: Option<ErrorCallback>,
+    mode: PhantomData<fn() -> M>,
+}
+
+impl<M> fmt::Debug for ProducerBuilder<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProducerBuilder")
+            .field("stream", &self.stream)
+            .field("topic", &self.topic)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A builder for a producer that sends to `stream`/`topic` (named as for
+    /// [`Client::send`]) through this client.
+    pub fn producer(
+        &self,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<ProducerBuilder, ClientError> {
+        Ok(ProducerBuilder {
+            client: self.clone(),
+            stream: identifier(stream)?,
+            topic: identifier(topic)?,
+            config: ProducerConfig::default(),
+            on_error: None,
+            mode: PhantomData,
+        })
+    }
+}
+
+impl<M> ProducerBuilder<M> {
+    /// How each send's (direct) or batch's (background) partition is chosen (default
+    /// `Partitioning::Balanced`).
+    pub fn partitioning(mut self, partitioning: Partitioning) -> Self {
+        self.config.partitioning = partitioning;
+        self
+    }
+
+    /// Most messages per send the producer submits (default 1,000).
+    pub fn batch_length(mut self, messages: u32) -> Self {
+        self.config.batch_length = messages;
+        self
+    }
+
+    /// Most message bytes (headers, payloads, user headers) per send the producer submits
+    /// (default 1 MiB); a single larger message goes alone.
+    pub fn batch_size(mut self, bytes: usize) -> Self {
+        self.config.batch_size = bytes;
+        self
+    }
+
+    /// Background mode: how long the oldest buffered message waits for its batch to fill
+    /// (default 1 ms). Direct mode does not wait.
+    pub fn linger_time(mut self, linger: Duration) -> Self {
+        self.config.linger_time = linger;
+        self
+    }
+
+    /// Direct mode (the default): `send` waits for every acknowledgement.
+    pub fn direct(self) -> ProducerBuilder<Direct> {
+        self.into_mode()
+    }
+
+    /// Background mode: `send` returns once buffered, within these bounds.
+    pub fn background(mut self, config: BackgroundConfig) -> ProducerBuilder<Background> {
+        self.config.max_buffered_messages = config.max_buffered_messages;
+        self.config.max_buffered_bytes = config.max_buffered_bytes;
+        self.config.max_in_flight = config.max_in_flight;
+        self.config.backpressure = config.backpressure;
+        self.on_error = config.on_error;
+        self.into_mode()
+    }
+
+    fn into_mode<N>(self) -> ProducerBuilder<N> {
+        ProducerBuilder {
+            client: self.client,
+            stream: self.stream,
+            topic: self.topic,
+            config: self.config,
+            on_error: self.on_error,
+            mode: PhantomData,
+        }
+    }
+
+    /// The checks both modes share: a batch of zero messages or bytes could never go.
+    fn check_batch_bounds(&self) -> Result<(), ClientError> {
+        if self.config.batch_length == 0 {
+            return Err(zero("batch_length"));
+        }
+        if self.config.batch_size == 0 {
+            return Err(zero("batch_size"));
+        }
+        Ok(())
+    }
+}
+
+impl ProducerBuilder<Direct> {
+    /// The producer. Fails with a typed `ClientError::Config` for a zero `batch_length` or
+    /// `batch_size`.
+    pub fn build(self) -> Result<Producer<Direct>, ClientError> {
+        self.check_batch_bounds()?;
+        let mode = Direct::new(self.client, self.stream, self.topic, self.config);
+        Ok(Producer {
+            mode: Arc::new(mode),
+        })
+    }
+}
+
+impl ProducerBuilder<Background> {
+    /// The producer, and its task (spawned on the current tokio runtime). Fails with a
+    /// typed `ClientError::Config` for a zero bound, a `linger_time` not shorter than the
+    /// client's `request_timeout` or a `BlockWithTimeout` over a day, and with
+    /// `ClientError::Io` outside a tokio runtime.
+    pub fn build(self) -> Result<Producer<Background>, ClientError> {
+        self.check_batch_bounds()?;
+        let config = &self.config;
+        for (field, value) in [
+            ("max_buffered_messages", config.max_buffered_messages),
+            ("max_buffered_bytes", config.max_buffered_bytes),
+            ("max_in_flight", config.max_in_flight),
+        ] {
+            if value == 0 {
+                return Err(zero(field));
+            }
+        }
+        // The buffer adds the linger to instants: keep it well inside what an instant holds,
+        // and shorter than a request may take, as the router's own linger must be.
+        if config.linger_time >= self.client.request_timeout() {
+            return Err(ClientError::Config(ConfigError::OutOfRange {
+                field: "linger_time",
+                why: "it must be shorter than request_timeout",
+            }));
+        }
+        if let Backpressure::BlockWithTimeout(wait) = config.backpressure
+            && wait > LONGEST_WAIT
+        {
+            return Err(ClientError::Config(ConfigError::TooLong {
+                field: "backpressure",
+            }));
+        }
+        let runtime = tokio::runtime::Handle::try_current().map_err(|error| {
+            ClientError::Io(std::io::Error::other(format!(
+                "a background producer needs a tokio runtime: {error}"
+            )))
+        })?;
+        let mode = Background::start(
+            &runtime,
+            self.client,
+            self.stream,
+            self.topic,
+            self.config,
+            self.on_error,
+        );
+        Ok(Producer {
+            mode: Arc::new(mode),
+        })
+    }
+}
+
+/// The longest `Backpressure::BlockWithTimeout` accepted: what the router accepts for its
+/// own bounds.
+const LONGEST_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
+
+fn zero(field: &'static str) -> ClientError {
+    ClientError::Config(ConfigError::Zero { field })
+}
+
+/// A producer for one stream and topic: [`Producer<Direct>`] or [`Producer<Background>`]
+/// (see the module documentation). Clone it into as many tasks as you like; clones share
+/// one buffer (and, in background mode, one task).
+pub struct Producer<M = Direct> {
+    mode: Arc<M>,
+}
+
+impl<M> Clone for Producer<M> {
+    fn clone(&self) -> Self {
+        Self {
+            mode: Arc::clone(&self.mode),
+        }
+    }
+}
+
+impl<M: fmt::Debug> fmt::Debug for Producer<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Producer")
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+impl Producer<Direct> {
+    /// Sends `messages` in chunks of at most `batch_length` messages and `batch_size`
+    /// bytes, one chunk after another, and returns once every chunk is acknowledged: one
+    /// receipt per chunk, in order. On an error the chunks before the failing one are
+    /// stored, the failing one ended as the error says, and the later ones were not sent.
+    /// An empty `messages` is `SubmitError::EmptyBatch`; after [`Producer::shutdown`],
+    /// `ClientError::Closed`.
+    pub async fn send(&self, messages: Vec<Message>) -> Result<Vec<SendReceipt>, ClientError> {
+        self.mode.send(messages).await
+    }
+
+    /// Sends one message and returns its receipt.
+    pub async fn send_one(&self, message: Message) -> Result<SendReceipt, ClientError> {
+        let receipts = self.mode.send(vec![message]).await?;
+        receipts
+            .into_iter()
+            .next()
+            .ok_or(ClientError::UnexpectedReply { operation: "send" })
+    }
+
+    /// Nothing is buffered in direct mode (every send waits for its acknowledgement, and
+    /// returns its own failure): returns at once.
+    pub async fn flush(&self) -> Result<(), ProducerError> {
+        Ok(())
+    }
+
+    /// Stops the producer: later sends fail with `ClientError::Closed`. Sends already
+    /// running finish as they would have. The client stays connected.
+    pub async fn shutdown(&self) -> Result<(), ProducerError> {
+        self.mode.close();
+        Ok(())
+    }
+
+    /// Counters: messages acknowledged and failed, chunks in flight (nothing is buffered).
+    pub fn stats(&self) -> ProducerStats {
+        self.mode.stats()
+    }
+}
+
+impl Producer<Background> {
+    /// Buffers `messages` and returns once they are buffered (waiting for room as the
+    /// producer's [`Backpressure`] says), with a handle that resolves to this call's own
+    /// receipt (its partition and the offset of its first message); dropping the handle
+    /// does not cancel the send. A call is never split: its messages go in one batch. A
+    /// call cancelled (its future dropped) while it waits for room is not sent.
+    ///
+    /// Fails at once with `SubmitError::EmptyBatch` for no messages, with
+    /// `ClientError::Invalid` for a call larger than the whole buffer, with
+    /// `ClientError::QueueFull` when there is no room (`FailImmediately`, or
+    /// `BlockWithTimeout` past its timeout), and with `ClientError::Closed` after
+    /// [`Producer::shutdown`].
+    pub async fn send(&self, messages: Vec<Message>) -> Result<Delivery, ClientError> {
+        self.mode.send(messages).await
+    }
+
+    /// [`Producer::send`] of one message.
+    pub async fn send_one(&self, message: Message) -> Result<Delivery, ClientError> {
+        self.mode.send(vec![message]).await
+    }
+
+    /// Sends what is buffered now without waiting for its linger, and returns once every
+    /// message buffered before this call is acknowledged or failed. Fails with
+    /// [`ProducerError::SendsFailed`] naming how many messages failed since the last
+    /// flush, unless an `on_error` callback took them.
+    pub async fn flush(&self) -> Result<(), ProducerError> {
+        self.mode.flush().await
+    }
+
+    /// Flushes, then stops the producer's task: later sends fail with
+    /// `ClientError::Closed`, and so do calls still waiting for room. Returns what the
+    /// flush returns. The client stays connected.
+    pub async fn shutdown(&self) -> Result<(), ProducerError> {
+        self.mode.shutdown().await
+    }
+
+    /// Counters: messages acknowledged and failed, messages buffered, batches in flight.
+    pub fn stats(&self) -> ProducerStats {
+        self.mode.stats()
+    }
+}
+
+/// What a call larger than the whole background buffer is told: it could never fit.
+fn larger_than_buffer(bytes: usize) -> ClientError {
+    ClientError::Invalid(iggy_route_core::wire::WireError::InvalidLength {
+        field: "producer send (larger than the producer's buffer)",
+        len: bytes,
+    })
+}
+
+/// What a call of no messages is told, as by [`Client::send`].
+fn empty_send() -> ClientError {
+    ClientError::Submit(SubmitError::EmptyBatch)
+}
+
+/// Producers are shared across tasks: keep them `Clone + Send + Sync`.
+const _: () = {
+    const fn shareable<T: Clone + Send + Sync>() {}
+    shareable::<Producer<Direct>>();
+    shareable::<Producer<Background>>();
+};
