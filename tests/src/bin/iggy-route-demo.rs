@@ -52,7 +52,7 @@ struct Args {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=3))]
     primary_nodes: Option<u8>,
     /// Clients to run, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientKind::RouteTokio, ClientKind::RouteMio, ClientKind::RouteMioProducer, ClientKind::Sdk])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientKind::RouteTokio, ClientKind::RouteMio, ClientKind::RouteTokioProducer, ClientKind::RouteMioProducer, ClientKind::Sdk])]
     clients: Vec<ClientKind>,
     /// Loads to run, comma-separated: `batch100` sends 100 messages per call,
     /// `single-message` one. Each load runs every scenario with every client.

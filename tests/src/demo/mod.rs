@@ -9,6 +9,7 @@
 //! the SDK's 4 s stalls show in the wall time instead of being cut off silently.
 
 pub mod background_mio;
+pub mod background_tokio;
 pub mod load;
 pub mod producer;
 pub mod report;
@@ -30,6 +31,11 @@ pub enum ClientKind {
     /// iggy-route on mio: one `Client` shared by every producer thread.
     #[value(name = "iggy-route-mio")]
     RouteMio,
+    /// iggy-route on tokio through its background producer: one `Producer` per producer
+    /// task on one shared `Client`; `send` buffers, acknowledgements are counted as they
+    /// come.
+    #[value(name = "iggy-route-tokio-producer")]
+    RouteTokioProducer,
     /// iggy-route on mio through its background producer: one `Producer` per producer
     /// thread on one shared `Client`; `send` buffers, acknowledgements are counted as they
     /// come.
@@ -47,6 +53,7 @@ impl ClientKind {
             ClientKind::RouteTokio => "iggy-route-tokio",
             ClientKind::RouteMio => "iggy-route-mio",
             ClientKind::RouteMioProducer => "iggy-route-mio-producer",
+            ClientKind::RouteTokioProducer => "iggy-route-tokio-producer",
             ClientKind::Sdk => "iggy-sdk-0.11.0",
         }
     }
@@ -54,7 +61,10 @@ impl ClientKind {
     /// True for the clients built on iggy-route.
     pub fn is_iggy_route(self) -> bool {
         match self {
-            ClientKind::RouteTokio | ClientKind::RouteMio | ClientKind::RouteMioProducer => true,
+            ClientKind::RouteTokio
+            | ClientKind::RouteMio
+            | ClientKind::RouteTokioProducer
+            | ClientKind::RouteMioProducer => true,
             ClientKind::Sdk => false,
         }
     }

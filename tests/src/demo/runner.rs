@@ -14,7 +14,7 @@ use super::load::ProgressLine;
 use super::report::{RefusalSource, Row};
 use super::topology::EmbeddedCluster;
 use super::{ClientKind, Load, PARTITIONS, Scenario, TOPIC_NAME};
-use super::{background_mio, route_mio, route_tokio, sdk};
+use super::{background_mio, background_tokio, route_mio, route_tokio, sdk};
 
 /// The two runtimes of the demo.
 #[derive(Debug)]
@@ -82,7 +82,10 @@ pub fn run_embedded(
                 stored_messages: None,
             })
         }),
-        ClientKind::RouteTokio | ClientKind::RouteMio | ClientKind::RouteMioProducer => {
+        ClientKind::RouteTokio
+        | ClientKind::RouteMio
+        | ClientKind::RouteTokioProducer
+        | ClientKind::RouteMioProducer => {
             let config = Config::from_connection_string(&cluster.connection_string())
                 .map_err(|error| format!("connection string: {error}"))?;
             let before = cluster.counters();
@@ -134,7 +137,10 @@ pub fn run_external(
     let label = format!("{} {client} external", load.kind);
     let row = match client {
         ClientKind::Sdk => run_sdk_external(runtimes, &config, (stream, topic), load, label),
-        ClientKind::RouteTokio | ClientKind::RouteMio | ClientKind::RouteMioProducer => run_route(
+        ClientKind::RouteTokio
+        | ClientKind::RouteMio
+        | ClientKind::RouteTokioProducer
+        | ClientKind::RouteMioProducer => run_route(
             runtimes,
             client,
             config.clone(),
@@ -204,19 +210,24 @@ fn run_route(
 ) -> Result<Row, String> {
     let (stream, topic) = (Identifier::Numeric(stream), Identifier::Numeric(topic));
     let (measurement, before, after) = match client {
-        ClientKind::RouteTokio => runtimes.clients.block_on(async {
-            let routed = iggy_route_tokio::Client::connect(config)
-                .await
-                .map_err(|error| format!("connect: {error}"))?;
-            let before = routed.stats();
-            let line = ProgressLine::start(label, load);
-            let measurement =
-                route_tokio::produce(&routed, &stream, &topic, load, line.progress()).await;
-            line.finish();
-            let after = routed.stats();
-            routed.shutdown().await;
-            Ok::<_, String>((measurement, before, after))
-        })?,
+        ClientKind::RouteTokio | ClientKind::RouteTokioProducer => {
+            runtimes.clients.block_on(async {
+                let routed = iggy_route_tokio::Client::connect(config)
+                    .await
+                    .map_err(|error| format!("connect: {error}"))?;
+                let before = routed.stats();
+                let line = ProgressLine::start(label, load);
+                let measurement = if client == ClientKind::RouteTokio {
+                    Ok(route_tokio::produce(&routed, &stream, &topic, load, line.progress()).await)
+                } else {
+                    background_tokio::produce(&routed, &stream, &topic, load, line.progress()).await
+                };
+                line.finish();
+                let after = routed.stats();
+                routed.shutdown().await;
+                Ok::<_, String>((measurement?, before, after))
+            })?
+        }
         ClientKind::RouteMio | ClientKind::RouteMioProducer => {
             let routed = iggy_route_mio::Client::connect(config)
                 .map_err(|error| format!("connect: {error}"))?;
