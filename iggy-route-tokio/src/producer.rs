@@ -37,6 +37,7 @@
 
 mod background;
 mod direct;
+mod room;
 
 use std::fmt;
 use std::marker::PhantomData;

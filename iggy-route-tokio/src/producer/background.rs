@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tracing::{Instrument, debug_span, warn};
 
+use super::room::Room;
 use super::{ErrorCallback, ProducerError, empty_send, larger_than_buffer};
 use crate::Client;
 use crate::client::{Answer, unix_micros};
@@ -80,7 +81,7 @@ enum Command {
     Send {
         messages: Vec<Message>,
         wait: RoomWait,
-        reply: oneshot::Sender<Result<Delivery, ClientError>>,
+        answer: CallAnswer,
     },
     Flush {
         done: DoneSender,
@@ -96,8 +97,10 @@ enum Command {
 pub struct Background {
     commands: mpsc::Sender<Command>,
     backpressure: Backpressure,
-    /// For `QueueFull` when there is no room.
+    /// For `QueueFull` when there is no room, and what no room could ever hold.
     max_buffered_messages: usize,
+    max_buffered_bytes: usize,
+    room: Arc<Room>,
     closed: AtomicBool,
     /// Set by the task when it ends after flushing everything (not when it stops
     /// abnormally): a flush that finds it gone then has nothing to report.
@@ -118,12 +121,14 @@ impl Background {
         let stats = Arc::new(Mutex::new(ProducerStats::default()));
         let backpressure = config.backpressure;
         let max_buffered_messages = config.max_buffered_messages;
+        let max_buffered_bytes = config.max_buffered_bytes;
+        let room = Arc::new(Room::new(max_buffered_messages, max_buffered_bytes));
         let span = debug_span!("producer", stream = %stream, topic = %topic);
         let ended_cleanly = Arc::new(AtomicBool::new(false));
         let worker = Worker {
             client,
             buffer: ProducerBuffer::new(stream, topic, config),
-            buffered_bytes: 0,
+            room: Arc::clone(&room),
             on_error,
             next_ticket: 0,
             deliveries: HashMap::new(),
@@ -143,6 +148,8 @@ impl Background {
             commands,
             backpressure,
             max_buffered_messages,
+            max_buffered_bytes,
+            room,
             closed: AtomicBool::new(false),
             ended_cleanly,
             stats,
@@ -163,11 +170,35 @@ impl Background {
                 .map_or(RoomWait::Unbounded, RoomWait::Until),
             Backpressure::Block => RoomWait::Unbounded,
         };
+        // What the buffer would refuse outright is refused here.
+        if messages.is_empty() {
+            return Err(empty_send());
+        }
+        let bytes: usize = messages.iter().map(Message::frame_len).sum();
+        if messages.len() > self.max_buffered_messages || bytes > self.max_buffered_bytes {
+            return Err(larger_than_buffer(bytes));
+        }
+        if self.room.reserve(messages.len(), bytes) {
+            // The call has its room: the caller takes its `Delivery` now and the task only
+            // settles it. This saves a round trip through the task per call, which under
+            // load cost more than the rest of the call.
+            let (delivery, outcome) = oneshot::channel();
+            let command = Command::Send {
+                messages,
+                wait: RoomWait::Unbounded,
+                answer: CallAnswer::Deliver(delivery),
+            };
+            self.commands
+                .send(command)
+                .await
+                .map_err(|_| ClientError::Closed)?;
+            return Ok(Delivery { outcome });
+        }
         let (reply, answer) = oneshot::channel();
         let command = Command::Send {
             messages,
             wait,
-            reply,
+            answer: CallAnswer::Accept(reply),
         };
         let no_room = ClientError::QueueFull {
             limit: self.max_buffered_messages,
@@ -233,11 +264,48 @@ impl Background {
     }
 }
 
+/// Commands taken per pass of the task's loop after the one it woke for.
+const COMMANDS_PER_PASS: usize = 256;
+
+/// Where a call learns what became of it.
+enum CallAnswer {
+    /// The caller waits to hear whether the call was buffered (it may give up or be
+    /// refused for room), and gets its `Delivery` then.
+    Accept(oneshot::Sender<Result<Delivery, ClientError>>),
+    /// The caller already holds the call's `Delivery` (a `Block` send, which is never
+    /// refused for room): the task only settles it. This saves a round trip through the
+    /// task per call, which under load cost more than the rest of the call.
+    Deliver(DeliverySender),
+}
+
+impl CallAnswer {
+    /// Whether the caller stopped waiting (a cancelled send): nothing of it is buffered.
+    fn is_closed(&self) -> bool {
+        match self {
+            Self::Accept(reply) => reply.is_closed(),
+            // A dropped `Delivery` is fine: the messages are sent either way.
+            Self::Deliver(_) => false,
+        }
+    }
+
+    /// The call was not buffered.
+    fn fail(self, messages: Vec<Message>, error: ClientError) {
+        match self {
+            Self::Accept(reply) => {
+                let _ = reply.send(Err(error));
+            }
+            Self::Deliver(delivery) => {
+                let _ = delivery.send(Err(SendFailure { messages, error }));
+            }
+        }
+    }
+}
+
 /// A call waiting for room.
 struct WaitingCall {
     messages: Vec<Message>,
     deadline: Option<Instant>,
-    reply: oneshot::Sender<Result<Delivery, ClientError>>,
+    answer: CallAnswer,
 }
 
 /// A flush waits for every call buffered before it: tickets below `before`.
@@ -250,10 +318,9 @@ struct PendingFlush {
 struct Worker {
     client: Client,
     buffer: ProducerBuffer,
-    /// The buffer's bytes, kept here as the buffer counts them: `push` takes the call's
-    /// messages even when it answers `Full`, so a call is pushed only once it fits, and
-    /// whether it fits needs the bytes, which the buffer does not show.
-    buffered_bytes: usize,
+    /// The buffer's room, shared with the callers (see [`Room`]): `push` takes the call's
+    /// messages even when it answers `Full`, so a call is pushed only once it has room.
+    room: Arc<Room>,
     on_error: Option<ErrorCallback>,
     next_ticket: u64,
     deliveries: HashMap<Ticket, DeliverySender>,
@@ -277,6 +344,7 @@ impl Worker {
         let mut commands_open = true;
         loop {
             self.pump().await;
+            self.room.set_waiting(self.waiting.len());
             if self.closing && self.buffer.is_idle() && self.waiting.is_empty() {
                 break;
             }
@@ -288,8 +356,23 @@ impl Worker {
                 }
             };
             tokio::select! {
-                command = commands.recv(), if commands_open => match command {
-                    Some(command) => self.handle(command),
+                // While calls wait for room, new ones are left in the channel, whose bound
+                // then holds the callers back.
+                command = commands.recv(), if commands_open && self.waiting.len() < COMMAND_QUEUE_LEN => match command {
+                    Some(command) => {
+                        self.handle(command);
+                        // Calls come in bursts: take what is queued now before the next
+                        // pump, so a burst costs one pass of the loop, not one per call.
+                        for _ in 0..COMMANDS_PER_PASS {
+                            if self.waiting.len() >= COMMAND_QUEUE_LEN {
+                                break;
+                            }
+                            let Ok(command) = commands.try_recv() else {
+                                break;
+                            };
+                            self.handle(command);
+                        }
+                    }
                     None => {
                         // Every handle was dropped: send what is buffered, then end.
                         commands_open = false;
@@ -315,9 +398,9 @@ impl Worker {
         commands.close();
         while let Ok(command) = commands.try_recv() {
             match command {
-                Command::Send { reply, .. } => {
-                    let _ = reply.send(Err(ClientError::Closed));
-                }
+                Command::Send {
+                    messages, answer, ..
+                } => answer.fail(messages, ClientError::Closed),
                 Command::Flush { done } | Command::Shutdown { done } => {
                     let _ = done.send(Ok(()));
                 }
@@ -330,8 +413,8 @@ impl Worker {
             Command::Send {
                 messages,
                 wait,
-                reply,
-            } => self.call(messages, wait, reply),
+                answer,
+            } => self.call(messages, wait, answer),
             Command::Flush { done } => {
                 let before = self.next_ticket;
                 self.flushes.push(PendingFlush { before, done });
@@ -341,20 +424,19 @@ impl Worker {
                 self.shutdowns.push(done);
                 // Calls still waiting for room learn it now; what is buffered is flushed.
                 for call in self.waiting.drain(..) {
-                    let _ = call.reply.send(Err(ClientError::Closed));
+                    if matches!(call.answer, CallAnswer::Deliver(_)) {
+                        let bytes = call.messages.iter().map(Message::frame_len).sum();
+                        self.room.release(call.messages.len(), bytes);
+                    }
+                    call.answer.fail(call.messages, ClientError::Closed);
                 }
             }
         }
     }
 
-    fn call(
-        &mut self,
-        messages: Vec<Message>,
-        wait: RoomWait,
-        reply: oneshot::Sender<Result<Delivery, ClientError>>,
-    ) {
+    fn call(&mut self, messages: Vec<Message>, wait: RoomWait, answer: CallAnswer) {
         if self.closing {
-            let _ = reply.send(Err(ClientError::Closed));
+            answer.fail(messages, ClientError::Closed);
             return;
         }
         let deadline = match wait {
@@ -365,7 +447,7 @@ impl Worker {
         let call = WaitingCall {
             messages,
             deadline,
-            reply,
+            answer,
         };
         // Behind a waiting call even if this one would fit: calls keep their order.
         if !self.waiting.is_empty() {
@@ -385,41 +467,52 @@ impl Worker {
 
     /// Buffers a call if it fits (answering its caller), or hands it back.
     fn buffer_call(&mut self, call: WaitingCall) -> Option<WaitingCall> {
-        let config = self.buffer.config();
         let count = call.messages.len();
         let bytes: usize = call.messages.iter().map(Message::frame_len).sum();
-        let fits = self.buffer.buffered_messages() + count <= config.max_buffered_messages
-            && self.buffered_bytes + bytes <= config.max_buffered_bytes;
-        let too_large = count > config.max_buffered_messages || bytes > config.max_buffered_bytes;
-        if !fits && !too_large && count > 0 {
+        // A caller that found room reserved it; a call from the line takes it now.
+        let has_room = matches!(call.answer, CallAnswer::Deliver(_))
+            || self.room.reserve_waiting(count, bytes);
+        if !has_room {
             return Some(call);
         }
         let ticket = Ticket(self.next_ticket);
-        let answer = match self.buffer.push(Instant::now(), ticket, call.messages) {
+        let error = match self.buffer.push(Instant::now(), ticket, call.messages) {
             Ok(()) => {
                 self.next_ticket += 1;
-                self.buffered_bytes += bytes;
                 self.unsettled.insert(ticket.0);
-                let (delivery, outcome) = oneshot::channel();
-                self.deliveries.insert(ticket, delivery);
-                Ok(Delivery { outcome })
+                match call.answer {
+                    CallAnswer::Deliver(delivery) => {
+                        self.deliveries.insert(ticket, delivery);
+                    }
+                    CallAnswer::Accept(reply) => {
+                        let (delivery, outcome) = oneshot::channel();
+                        self.deliveries.insert(ticket, delivery);
+                        // The caller may have given up waiting; then the delivery is
+                        // simply unread.
+                        let _ = reply.send(Ok(Delivery { outcome }));
+                    }
+                }
+                return None;
             }
-            Err(PushError::Empty) => Err(empty_send()),
-            Err(PushError::TooLarge { bytes, .. }) => Err(larger_than_buffer(bytes)),
+            Err(PushError::Empty) => empty_send(),
+            Err(PushError::TooLarge { bytes, .. }) => larger_than_buffer(bytes),
             // Not expected: the room was checked above as the buffer checks it.
-            Err(PushError::Full { .. }) => Err(ClientError::QueueFull {
+            Err(PushError::Full { .. }) => ClientError::QueueFull {
                 limit: config_limit(&self.buffer),
-            }),
-            Err(other) => Err(ClientError::Io(std::io::Error::other(other.to_string()))),
+            },
+            Err(other) => ClientError::Io(std::io::Error::other(other.to_string())),
         };
-        // The caller may have given up waiting; then the delivery is simply unread.
-        let _ = call.reply.send(answer);
+        // Callers check these cases before they send a call, so this is not expected; the
+        // buffer kept the messages it refused, and the room they took is given back.
+        self.room.release(count, bytes);
+        call.answer.fail(Vec::new(), error);
         None
     }
 
     fn no_room(&self, call: WaitingCall) {
         let limit = config_limit(&self.buffer);
-        let _ = call.reply.send(Err(ClientError::QueueFull { limit }));
+        call.answer
+            .fail(call.messages, ClientError::QueueFull { limit });
     }
 
     /// Carries out what the buffer decides until nothing more is due: submits due batches
@@ -436,7 +529,7 @@ impl Worker {
                 progressed = true;
             }
             while let Some(call) = self.waiting.pop_front() {
-                if call.reply.is_closed() {
+                if call.answer.is_closed() {
                     // Its caller stopped waiting (the send was cancelled): nothing of it
                     // was buffered, and nothing is sent.
                     continue;
@@ -462,7 +555,7 @@ impl Worker {
         let Batch { id, request } = batch;
         if let iggy_route_core::Request::Send(send) = &request {
             let bytes: usize = send.messages.iter().map(Message::frame_len).sum();
-            self.buffered_bytes = self.buffered_bytes.saturating_sub(bytes);
+            self.room.release(send.messages.len(), bytes);
         }
         // A batch waits for room in the router as any request does.
         let deadline = Instant::now() + self.client.request_timeout();
@@ -551,7 +644,8 @@ impl Worker {
             .partition(|call| call.deadline.is_some_and(|at| at <= now));
         self.waiting = kept;
         for call in expired {
-            let _ = call.reply.send(Err(ClientError::QueueFull { limit }));
+            call.answer
+                .fail(call.messages, ClientError::QueueFull { limit });
         }
     }
 
