@@ -1,5 +1,6 @@
-//! Sends keyed messages to a topic, creating the stream and topic if needed, then prints
-//! the client's counters.
+//! Sends keyed messages to a topic, creating the stream and topic if needed, one `send` at
+//! a time; then streams more through a background producer, which batches them; then
+//! prints the client's counters.
 //!
 //! ```text
 //! cargo run -p iggy-route-tokio --example tokio-producer -- iggy://iggy:iggy@127.0.0.1:8090
@@ -7,12 +8,13 @@
 
 use std::time::Instant;
 
-use iggy_route_tokio::{Client, ClientError, Message, Partitioning};
+use iggy_route_tokio::{BackgroundConfig, Client, ClientError, Message, Partitioning};
 
 const STREAM: &str = "example-stream";
 const TOPIC: &str = "example-topic";
 const PARTITIONS: u32 = 3;
 const MESSAGES: u32 = 100;
+const STREAMED: u32 = 10_000;
 
 #[tokio::main]
 async fn main() -> Result<(), ClientError> {
@@ -45,6 +47,41 @@ async fn main() -> Result<(), ClientError> {
         }
     }
     println!("sent {MESSAGES} messages in {:?}", started.elapsed());
+
+    // A background producer: `send` only buffers; batches go out in order, and the sends
+    // queued for one partition ride one frame.
+    let producer = client
+        .producer(STREAM, TOPIC)?
+        .partitioning(Partitioning::Balanced)
+        .background(BackgroundConfig::default())
+        .build()?;
+    let started = Instant::now();
+    let mut last = None;
+    for index in 0..STREAMED {
+        let message = Message {
+            payload: format!("event {index}").into(),
+            ..Message::default()
+        };
+        last = Some(producer.send(vec![message]).await?);
+    }
+    if let Some(delivery) = last {
+        match delivery.await {
+            Ok(receipt) => println!(
+                "last event: partition {} offset {:?}",
+                receipt.partition_id, receipt.base_offset
+            ),
+            Err(failure) => println!("last event failed: {}", failure.error),
+        }
+    }
+    if let Err(error) = producer.flush().await {
+        println!("flush: {error}");
+    }
+    println!(
+        "streamed {STREAMED} messages in {:?}: {:?}",
+        started.elapsed(),
+        producer.stats()
+    );
+    let _ = producer.shutdown().await;
     println!("{:?}", client.stats());
     client.shutdown().await;
     Ok(())
