@@ -74,9 +74,10 @@ struct Args {
     producers: usize,
     /// For the `*-producer` clients: messages each producer keeps sent and not yet
     /// acknowledged before it waits for its oldest call (an application bounds what it
-    /// holds). Latency grows with it; with a slow commit, throughput does too.
-    #[arg(long, value_name = "MESSAGES", default_value_t = 2_000)]
-    producer_window: usize,
+    /// holds). Latency grows with it; with a slow commit, throughput does too. Default: 1,000
+    /// for `batch100`, 500 for `single-message`.
+    #[arg(long, value_name = "MESSAGES")]
+    producer_window: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -98,7 +99,7 @@ fn main() -> ExitCode {
         duration: Duration::from_secs_f64(args.seconds),
         drain_grace: Duration::from_secs(30),
         sdk_nodelay: !args.sdk_nagle,
-        producer_window: args.producer_window.max(1),
+        producer_window: args.producer_window,
     };
     let runtimes = match Runtimes::new(2) {
         Ok(runtimes) => runtimes,
@@ -162,7 +163,10 @@ fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
         load.payload_bytes,
         load.duration.as_secs_f64(),
         args.slow_commit_ms,
-        load.producer_window,
+        load.producer_window.map_or_else(
+            || "1,000 (batch100) / 500 (single-message)".to_owned(),
+            |w| w.to_string()
+        ),
         load.sdk_nodelay
     );
     let commit = Duration::from_millis(args.slow_commit_ms);

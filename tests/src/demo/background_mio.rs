@@ -93,7 +93,7 @@ fn run(
         }
         // An application bounds what it holds, and so what each acknowledgement waits
         // behind: past the window it waits for its oldest call.
-        if window.len() * load.messages_per_send() >= load.producer_window
+        if window.len() * load.messages_per_send() >= load.producer_window()
             && let Some((started, count, delivery)) = window.pop_front()
         {
             let outcome = delivery

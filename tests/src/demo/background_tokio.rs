@@ -63,7 +63,7 @@ async fn run(
     clock: RunClock,
     progress: Arc<Progress>,
 ) -> ProducerTally {
-    let calls = (load.producer_window / load.messages_per_send()).max(1);
+    let calls = (load.producer_window() / load.messages_per_send()).max(1);
     let (pending, mut acknowledged) = mpsc::channel::<(Instant, u64, Delivery)>(calls);
     let collector = {
         let progress = Arc::clone(&progress);

@@ -133,6 +133,18 @@ impl LoadKind {
             LoadKind::SingleMessage => 1,
         }
     }
+
+    /// Messages a background producer keeps unacknowledged by default: measured on the
+    /// embedded cluster as the window that keeps the producers' p99 under 20 ms in both
+    /// scenarios without giving up their throughput (with 1-message sends a larger window
+    /// only queues: at 1,000 the p99 was 27 ms and the rate no higher; 100-message batches
+    /// need 10 calls out to keep the frames full).
+    pub fn default_producer_window(self) -> usize {
+        match self {
+            LoadKind::Batch100 => 1_000,
+            LoadKind::SingleMessage => 500,
+        }
+    }
 }
 
 impl fmt::Display for LoadKind {
@@ -160,14 +172,22 @@ pub struct Load {
     /// looks like Nagle meeting delayed ACKs): a cost of the SDK's default, not of routing.
     pub sdk_nodelay: bool,
     /// Messages a background producer keeps unacknowledged (sent and not yet acknowledged)
-    /// before its `send` loop waits for the oldest call's acknowledgement.
-    pub producer_window: usize,
+    /// before its `send` loop waits for the oldest call's acknowledgement: `None` takes the
+    /// load's [`LoadKind::default_producer_window`].
+    pub producer_window: Option<usize>,
 }
 
 impl Load {
     /// Messages per send call.
     pub fn messages_per_send(&self) -> usize {
         self.kind.messages_per_send()
+    }
+
+    /// Messages a background producer keeps unacknowledged.
+    pub fn producer_window(&self) -> usize {
+        self.producer_window
+            .unwrap_or_else(|| self.kind.default_producer_window())
+            .max(1)
     }
 }
 
