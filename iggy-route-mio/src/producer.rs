@@ -51,85 +51,15 @@ use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{ConfigError, SendReceipt, SubmitError};
 
 pub use background::{Background, Delivery};
-pub use iggy_route_core::client::producer::{Backpressure, ProducerStats, SendFailure};
+pub use iggy_route_core::client::producer::{
+    BackgroundConfig, Backpressure, ErrorCallback, ProducerError, ProducerStats, SendFailure,
+};
 
 use crate::Client;
-
-/// Hears of every background send call that failed, with its messages back. It runs on the
-/// producer's thread: while it runs, no batch is submitted. It must not call
-/// [`Producer::shutdown`] expecting a flush (that would wait for itself; see there), and
-/// should not hold a clone of its own producer (the producer then never stops on drop).
-pub type ErrorCallback = Arc<dyn Fn(SendFailure) + Send + Sync>;
 
 /// The longest duration a producer accepts (as `Config` does): instants stay far from
 /// overflow.
 const LONGEST: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// How a background producer bounds what it holds, and where failures go. The defaults are
-/// [`ProducerConfig`]'s: 100,000 messages or 32 MiB buffered, 16 batches in flight, senders
-/// block while the buffer is full, no callback.
-#[derive(Clone)]
-pub struct BackgroundConfig {
-    /// Most messages buffered and not yet submitted.
-    pub max_buffered_messages: usize,
-    /// Most message bytes buffered and not yet submitted.
-    pub max_buffered_bytes: usize,
-    /// Most batches submitted and not yet answered. Keep it within the client's room
-    /// (`Config::max_pending_requests`, twice over with the calls that may wait for room):
-    /// a batch that finds the router full and as many calls already waiting fails with
-    /// `ClientError::QueueFull`, like any call.
-    pub max_in_flight: usize,
-    /// What a send does while the buffer is full.
-    pub backpressure: Backpressure,
-    /// Gets every failed call's messages back (see [`ErrorCallback`]). Without one, the next
-    /// flush reports how many messages failed.
-    pub on_error: Option<ErrorCallback>,
-}
-
-impl Default for BackgroundConfig {
-    fn default() -> Self {
-        let defaults = ProducerConfig::default();
-        Self {
-            max_buffered_messages: defaults.max_buffered_messages,
-            max_buffered_bytes: defaults.max_buffered_bytes,
-            max_in_flight: defaults.max_in_flight,
-            backpressure: defaults.backpressure,
-            on_error: None,
-        }
-    }
-}
-
-// By hand: a callback has no `Debug`.
-impl fmt::Debug for BackgroundConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BackgroundConfig")
-            .field("max_buffered_messages", &self.max_buffered_messages)
-            .field("max_buffered_bytes", &self.max_buffered_bytes)
-            .field("max_in_flight", &self.max_in_flight)
-            .field("backpressure", &self.backpressure)
-            .field("on_error", &self.on_error.is_some())
-            .finish()
-    }
-}
-
-/// Why a flush (or shutdown) reports failure.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProducerError {
-    /// Messages failed since the last flush and no `on_error` callback took them (each
-    /// failed call's [`Delivery`] also says so).
-    #[error("{messages} messages failed since the last flush; the last error: {last_error}")]
-    SendsFailed {
-        /// How many messages.
-        messages: u64,
-        /// Why the last of them failed.
-        last_error: ClientError,
-    },
-    /// The producer's thread stopped abnormally (it panicked): batches it had submitted may
-    /// or may not have been stored, and no more will be.
-    #[error("the producer's thread stopped abnormally")]
-    Stopped,
-}
 
 /// The mode of a producer whose `send` waits for every acknowledgement. See the module
 /// documentation.

@@ -55,74 +55,9 @@ use crate::Client;
 
 pub use background::{Background, Delivery};
 pub use direct::Direct;
-pub use iggy_route_core::client::producer::{Backpressure, ProducerStats, SendFailure};
-
-/// Hears of every background send call that failed, with its messages back. It runs on the
-/// producer's task: while it runs, no batch is submitted, so keep it short (hand the failure
-/// to a channel, say). A panic in it stops the producer ([`ProducerError::Stopped`]).
-pub type ErrorCallback = Arc<dyn Fn(SendFailure) + Send + Sync>;
-
-/// The bounds and failure handling of a background producer (the SDK's `BackgroundConfig`).
-#[derive(Clone)]
-pub struct BackgroundConfig {
-    /// Most messages buffered and not yet submitted (default 100,000).
-    pub max_buffered_messages: usize,
-    /// Most message bytes buffered and not yet submitted (default 32 MiB).
-    pub max_buffered_bytes: usize,
-    /// Most batches submitted and not yet answered (default 16). Keep it within the
-    /// client's room (`Config::max_pending_requests`, twice over with the requests that may
-    /// wait for room): a batch that finds the router full and as many requests already
-    /// waiting fails with `ClientError::QueueFull`, like any request.
-    pub max_in_flight: usize,
-    /// What `send` does when the buffer has no room (default: wait).
-    pub backpressure: Backpressure,
-    /// Where failed sends go; without one, [`Producer::flush`] reports how many failed.
-    pub on_error: Option<ErrorCallback>,
-}
-
-impl Default for BackgroundConfig {
-    fn default() -> Self {
-        let defaults = ProducerConfig::default();
-        Self {
-            max_buffered_messages: defaults.max_buffered_messages,
-            max_buffered_bytes: defaults.max_buffered_bytes,
-            max_in_flight: defaults.max_in_flight,
-            backpressure: defaults.backpressure,
-            on_error: None,
-        }
-    }
-}
-
-impl fmt::Debug for BackgroundConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BackgroundConfig")
-            .field("max_buffered_messages", &self.max_buffered_messages)
-            .field("max_buffered_bytes", &self.max_buffered_bytes)
-            .field("max_in_flight", &self.max_in_flight)
-            .field("backpressure", &self.backpressure)
-            .field("on_error", &self.on_error.as_ref().map(|_| "callback"))
-            .finish()
-    }
-}
-
-/// Why a flush (or a shutdown, which flushes) reports failure.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum ProducerError {
-    /// Sends failed since the last flush and no `on_error` callback took them (each call's
-    /// [`Delivery`] was told too).
-    #[error("{messages} messages failed since the last flush; the last error: {last_error}")]
-    SendsFailed {
-        /// Messages whose send failed (or whose outcome is unknown).
-        messages: u64,
-        /// The error of the last failed send.
-        last_error: ClientError,
-    },
-    /// The producer's task stopped abnormally (its `on_error` callback panicked, say):
-    /// batches it had submitted may or may not have been stored, and no more will be.
-    #[error("the producer's task stopped abnormally")]
-    Stopped,
-}
+pub use iggy_route_core::client::producer::{
+    BackgroundConfig, Backpressure, ErrorCallback, ProducerError, ProducerStats, SendFailure,
+};
 
 /// Builds a [`Producer`]; from [`Client::producer`]. Direct mode unless
 /// [`ProducerBuilder::background`] is called.

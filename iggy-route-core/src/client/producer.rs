@@ -7,6 +7,7 @@
 //! error. The adapters run the loop (a task or a thread) and own the clock.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::ClientError;
@@ -61,6 +62,80 @@ impl Default for ProducerConfig {
             backpressure: Backpressure::Block,
         }
     }
+}
+
+/// Hears of every background send call that failed, with its messages back. It runs on the
+/// producer's task (tokio) or thread (mio): while it runs, no batch is submitted, so keep it
+/// short (hand the failure to a channel, say). A panic in it stops the producer
+/// ([`ProducerError::Stopped`]). It must not shut its own producer down expecting a flush
+/// (that would wait for itself), and should not hold a clone of its own producer (the
+/// producer then never stops on drop).
+pub type ErrorCallback = Arc<dyn Fn(SendFailure) + Send + Sync>;
+
+/// How a background producer bounds what it holds, and where failures go (the SDK's
+/// `BackgroundConfig`). The defaults are [`ProducerConfig`]'s: 100,000 messages or 32 MiB
+/// buffered, 16 batches in flight, senders block while the buffer is full, no callback.
+#[derive(Clone)]
+pub struct BackgroundConfig {
+    /// Most messages buffered and not yet submitted.
+    pub max_buffered_messages: usize,
+    /// Most message bytes buffered and not yet submitted.
+    pub max_buffered_bytes: usize,
+    /// Most batches submitted and not yet answered. Keep it within the client's room
+    /// (`Config::max_pending_requests`, twice over with the requests that may wait for
+    /// room): a batch that finds the router full and as many requests already waiting fails
+    /// with `ClientError::QueueFull`, like any request.
+    pub max_in_flight: usize,
+    /// What a send does while the buffer is full.
+    pub backpressure: Backpressure,
+    /// Gets every failed call's messages back (see [`ErrorCallback`]). Without one, the next
+    /// flush reports how many messages failed.
+    pub on_error: Option<ErrorCallback>,
+}
+
+impl Default for BackgroundConfig {
+    fn default() -> Self {
+        let defaults = ProducerConfig::default();
+        Self {
+            max_buffered_messages: defaults.max_buffered_messages,
+            max_buffered_bytes: defaults.max_buffered_bytes,
+            max_in_flight: defaults.max_in_flight,
+            backpressure: defaults.backpressure,
+            on_error: None,
+        }
+    }
+}
+
+// By hand: a callback has no `Debug`.
+impl std::fmt::Debug for BackgroundConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackgroundConfig")
+            .field("max_buffered_messages", &self.max_buffered_messages)
+            .field("max_buffered_bytes", &self.max_buffered_bytes)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("backpressure", &self.backpressure)
+            .field("on_error", &self.on_error.is_some())
+            .finish()
+    }
+}
+
+/// Why a flush (or a shutdown, which flushes) reports failure.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProducerError {
+    /// Messages failed since the last flush and no `on_error` callback took them (each
+    /// failed call's delivery handle was told too).
+    #[error("{messages} messages failed since the last flush; the last error: {last_error}")]
+    SendsFailed {
+        /// How many messages (failed, or whose outcome is unknown).
+        messages: u64,
+        /// Why the last of them failed.
+        last_error: ClientError,
+    },
+    /// The producer's task or thread stopped abnormally (its `on_error` callback panicked,
+    /// say): batches it had submitted may or may not have been stored, and no more will be.
+    #[error("the producer's task stopped abnormally")]
+    Stopped,
 }
 
 /// The adapter's id of one send call.
@@ -387,7 +462,3 @@ impl ProducerBuffer {
         abandoned
     }
 }
-
-#[cfg(test)]
-#[path = "producer_tests.rs"]
-mod tests;

@@ -1,12 +1,18 @@
-#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+//! The background producer's buffer (`iggy_route_core::client::producer`): batches of whole
+//! calls, bounds, per-call receipts and failures.
+#![allow(clippy::unwrap_used)]
+// A test needs one real instant as the origin of its timeline; every other instant is
+// derived from it, and the code under test never reads the clock.
+#![allow(clippy::disallowed_methods)]
 
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::*;
-use crate::NodeId;
-use crate::request::RequestError;
+use iggy_route_core::client::ClientError;
+use iggy_route_core::client::producer::{Batch, ProducerBuffer, ProducerConfig, PushError, Ticket};
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{NodeId, Request, RequestError, SendReceipt};
 
 fn message(tag: &str) -> Message {
     Message {
