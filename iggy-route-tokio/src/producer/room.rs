@@ -71,3 +71,41 @@ impl Room {
         self.lock().waiting = waiting;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Room;
+
+    #[test]
+    fn room_is_taken_within_both_bounds_and_given_back() {
+        let room = Room::new(10, 1_000);
+        assert!(room.reserve(6, 100));
+        assert!(!room.reserve(5, 100), "11 messages would exceed 10");
+        assert!(room.reserve(4, 100), "exactly the bound fits");
+        assert!(!room.reserve(1, 1), "full in messages");
+        room.release(6, 100);
+        // Held now: 4 messages, 100 bytes.
+        assert!(!room.reserve(1, 901), "1,001 bytes would exceed 1,000");
+        assert!(room.reserve(6, 900), "both bounds exactly reached");
+    }
+
+    #[test]
+    fn callers_take_no_room_while_calls_wait_for_it() {
+        let room = Room::new(10, 1_000);
+        room.set_waiting(1);
+        assert!(
+            !room.reserve(1, 1),
+            "a caller never takes room ahead of a call waiting in the task's line"
+        );
+        assert!(
+            room.reserve_waiting(1, 1),
+            "the task lets the waiting call in when there is room"
+        );
+        room.set_waiting(0);
+        assert!(room.reserve(9, 10));
+        assert!(
+            !room.reserve_waiting(1, 1),
+            "the line respects the bound too"
+        );
+    }
+}
