@@ -192,4 +192,7 @@ pub struct Stats {
     pub protocol_violations: u64,
     /// Sends written in a frame behind another send of their partition (coalesced).
     pub coalesced: u64,
+    /// Refusals whose view named another node as the primary, which the refused
+    /// request was written to at once (see `Config::follow_refusal_view`).
+    pub refusal_views_followed: u64,
 }

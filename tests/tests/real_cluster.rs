@@ -84,11 +84,28 @@ fn split_primaries_are_sent_to_without_session_moves_and_refused_only_while_lear
     for adapter in ADAPTERS {
         let client = cluster.client(adapter, 0);
         let mut nodes = BTreeSet::new();
+        let mut away_from_node0 = 0;
         for partition in 0..split.partitions {
             let request = send(&split.stream, &split.topic, partition, 0, "learn");
-            nodes.insert(admitted_by(client.request(request)).unwrap());
+            let node = admitted_by(client.request(request)).unwrap();
+            away_from_node0 += u64::from(node != 0);
+            nodes.insert(node);
         }
         let learned = client.stats();
+        println!(
+            "{adapter:?}: learning: {} refusals, {} of them named the primary and were followed",
+            learned.refusals, learned.refusal_views_followed
+        );
+        // Discovery tries node 0 first; its refusal names the primary (`view % 3`, roster
+        // order), so each partition led elsewhere costs exactly one refusal.
+        assert_eq!(
+            learned.refusals, away_from_node0,
+            "one refusal per partition led away from node 0"
+        );
+        assert_eq!(
+            learned.refusal_views_followed, learned.refusals,
+            "every refusal named the primary"
+        );
         let started = Instant::now();
         let rounds = 20;
         for _ in 0..rounds {

@@ -78,6 +78,7 @@ fn every_seed_keeps_every_invariant() {
         total.replays += report.replays;
         total.protocol_violations += report.protocol_violations;
         total.coalesced += report.coalesced;
+        total.refusal_views_followed += report.refusal_views_followed;
         let (sum, one) = (&mut total.adversary, report.adversary);
         sum.not_committed += one.not_committed;
         sum.duplicated += one.duplicated;
@@ -115,8 +116,12 @@ fn every_seed_keeps_every_invariant() {
     );
     println!(
         "adversary: {:?}; replays of 57: {}; protocol violations closed: {}; sends merged \
-         into another's frame: {}",
-        total.adversary, total.replays, total.protocol_violations, total.coalesced
+         into another's frame: {}; refusal views followed: {}",
+        total.adversary,
+        total.replays,
+        total.protocol_violations,
+        total.coalesced,
+        total.refusal_views_followed
     );
     println!("seeds: {}", seeds.len());
     if let Some(mut out) = hashes {
@@ -152,6 +157,7 @@ fn check_coverage(total: &SimReport) {
             total.returns_after_refusal,
         ),
         ("sends merged into another's frame", total.coalesced),
+        ("refusal views followed", total.refusal_views_followed),
     ];
     let missing: Vec<&str> = met
         .iter()

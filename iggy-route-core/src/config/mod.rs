@@ -159,6 +159,13 @@ pub struct Config {
     /// `linger_time`). Zero (the default) writes at once; the wait ends early when the
     /// bounds above are reached.
     pub linger: Duration,
+    /// Act on the view a refusal carries: a backup that refuses a send (58) names its
+    /// view of the partition's group, whose primary is `view % replica count` (the
+    /// roster's order), and the send goes to that node at once, the route lookup (where
+    /// the cluster has one) confirming it in parallel: a controlled move then costs two
+    /// round trips instead of three. A wrong name costs one more refusal, after which the
+    /// usual lookup or discovery decides. On by default.
+    pub follow_refusal_view: bool,
 }
 
 impl Config {
@@ -197,6 +204,7 @@ impl Config {
             coalesce_max_messages: 10_000,
             coalesce_max_bytes: 1024 * 1024,
             linger: Duration::ZERO,
+            follow_refusal_view: true,
         }
     }
 }

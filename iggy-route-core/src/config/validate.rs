@@ -225,6 +225,7 @@ impl ConfigBuilder {
         coalesce_max_messages: u32,
         coalesce_max_bytes: u32,
         linger: Duration,
+        follow_refusal_view: bool,
     }
 
     /// The configuration, if every field is acceptable.

@@ -222,11 +222,15 @@ impl Router {
         };
         let mut nodes = Vec::new();
         let mut leader = None;
+        self.replica_order.clear();
         for entry in &roster.nodes {
-            if entry.tcp_port == 0 {
-                continue;
-            }
-            let Some(node) = self.node_for_addr(&entry.tcp_address()) else {
+            let node = if entry.tcp_port == 0 {
+                None
+            } else {
+                self.node_for_addr(&entry.tcp_address())
+            };
+            self.replica_order.push(node);
+            let Some(node) = node else {
                 continue;
             };
             if !nodes.contains(&node) {
@@ -350,7 +354,8 @@ impl Router {
                 }
             },
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
-                self.status_attempt(now, link_id, code, maybe_applied)
+                let attempt = self.status_attempt(now, link_id, code, maybe_applied);
+                self.named_by_refusal(attempt, node, header)
             }
             Err(ReplyError::Malformed(error)) => Attempt::Failed(RequestError::Malformed(error)),
         };
@@ -389,6 +394,7 @@ impl Router {
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
                 // The same for every send in the frame as for one.
                 let attempt = self.status_attempt(now, link_id, code, maybe_applied);
+                let attempt = self.named_by_refusal(attempt, node, header);
                 self.routing.handle_result(now, request, target, attempt);
                 return;
             }
@@ -417,6 +423,32 @@ impl Router {
             }
         };
         self.routing.handle_result(now, request, target, attempt);
+    }
+
+    /// A refusal from `node` whose header names another replica as the group's primary
+    /// becomes [`Attempt::RefusedNaming`]. The real server stamps a partition replica's
+    /// refusal with its group's `view` and its own `replica` index; a refusal stamped
+    /// otherwise (a `replica` that is not `node`'s place in the roster: the server echoes
+    /// the request's fields where it holds no group) names nothing.
+    fn named_by_refusal(&self, attempt: Attempt, node: NodeId, header: &ReplyHeader) -> Attempt {
+        if !matches!(attempt, Attempt::Refused) {
+            return attempt;
+        }
+        let replicas = self.replica_order.len();
+        let stamped_by_node = self
+            .replica_order
+            .get(usize::from(header.replica))
+            .copied()
+            .flatten()
+            == Some(node);
+        if replicas == 0 || !stamped_by_node {
+            return attempt;
+        }
+        let primary = usize::try_from(header.view).unwrap_or(usize::MAX) % replicas;
+        match self.replica_order.get(primary).copied().flatten() {
+            Some(named) if named != node => Attempt::RefusedNaming(named),
+            Some(_) | None => attempt,
+        }
     }
 
     /// What an error status makes of the attempt in flight.

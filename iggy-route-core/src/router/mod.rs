@@ -194,6 +194,9 @@ pub struct Router {
     outputs: VecDeque<Output>,
     stats: Stats,
     closed: bool,
+    /// The roster's nodes in its order, which is the replicas' order: a refusal's `view`
+    /// names replica `view % len` (`None` where an entry has no usable address).
+    replica_order: Vec<Option<NodeId>>,
 }
 
 impl Router {
@@ -233,6 +236,7 @@ impl Router {
             outputs: VecDeque::new(),
             stats: Stats::default(),
             closed: false,
+            replica_order: Vec::new(),
         };
         router.run_turns(now);
         router.refile_links();

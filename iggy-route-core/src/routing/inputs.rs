@@ -59,7 +59,7 @@ impl Routing {
         let frame = frame.as_slice();
         match attempt {
             Attempt::Done(served) => self.served(now, frame, &place, target, &served),
-            Attempt::Refused => {
+            Attempt::Refused | Attempt::RefusedNaming(_) => {
                 self.stats.refusals += 1;
                 if let Target::Node(node) = target {
                     self.decisions.push_back(Decision::Event(Event::Refused {
@@ -67,9 +67,14 @@ impl Routing {
                         node,
                     }));
                 }
-                self.retry_elsewhere(now, frame, &place, target);
+                let named = if let Attempt::RefusedNaming(named) = attempt {
+                    Some(named)
+                } else {
+                    None
+                };
+                self.retry_elsewhere(now, frame, &place, target, named);
             }
-            Attempt::NotSent => self.retry_elsewhere(now, frame, &place, target),
+            Attempt::NotSent => self.retry_elsewhere(now, frame, &place, target, None),
             Attempt::Unknown => {
                 let retry = match &self.pending[&frame[0]].facts.kind {
                     RequestKind::Send => self.delivery() == Delivery::AtLeastOnce,
@@ -97,7 +102,7 @@ impl Routing {
                 // cluster right after `CREATE_PARTITIONS`). Nothing was admitted: try the
                 // next node, as after a refusal, within the request's deadline.
                 debug!(request = %frame[0], ?code, "partition unknown to the node soon after our write; trying elsewhere");
-                self.retry_elsewhere(now, frame, &place, target);
+                self.retry_elsewhere(now, frame, &place, target, None);
             }
             Attempt::Failed(error) => {
                 if let RequestError::Server { code } = &error
@@ -200,14 +205,16 @@ impl Routing {
     }
 
     /// The frame was not admitted at `target`: drop the route that led there and act on
-    /// it at once (a lookup, or the next candidate), never a replay on the same node. Its
-    /// requests go back to the head of their lane in their order.
+    /// it at once (the node the refusal `named`, a lookup, or the next candidate), never a
+    /// replay on the same node. Its requests go back to the head of their lane in their
+    /// order.
     fn retry_elsewhere(
         &mut self,
         now: Instant,
         frame: &[RequestId],
         place: &Place,
         target: Target,
+        named: Option<NodeId>,
     ) {
         match (place, node_of(target)) {
             (Place::Lane(key), Some(node)) => {
@@ -236,6 +243,9 @@ impl Routing {
                     }
                 }
                 debug!(request = %frame[0], %node, "not admitted; rerouting");
+                if !read && let Some(named) = named {
+                    self.follow_refusal_view(key, node, named);
+                }
                 self.pump_lane(now, key);
             }
             // A lane request always goes to a node; were it ever reported from elsewhere,
@@ -250,6 +260,44 @@ impl Routing {
                 }
             }
             (Place::Topic(_), _) => {}
+        }
+    }
+
+    /// A backup refused a write of this partition and named `named` as its primary: the
+    /// lane writes there next, unless that node refused already in this round (views can
+    /// lag; the usual lookup or discovery then decides). Where the cluster has the routing
+    /// commands, a lookup confirms the route in parallel.
+    fn follow_refusal_view(&mut self, key: &LaneKey, refused_by: NodeId, named: NodeId) {
+        if !self.config.follow_refusal_view
+            || !matches!(key, LaneKey::Partition(_))
+            || named == refused_by
+            || !self.nodes.contains(&named)
+        {
+            return;
+        }
+        let watermark = self.watermark;
+        let supported = self.routing_commands == RoutingCommands::Supported;
+        let Some(lane) = self.lanes.get_mut(key) else {
+            return;
+        };
+        if lane.tried.contains(&named) {
+            return;
+        }
+        lane.route = Some(Route {
+            node: named,
+            watermark,
+        });
+        self.stats.refusal_views_followed += 1;
+        debug!(%refused_by, %named, "the refusal named the primary; writing there");
+        if supported
+            && lane.lookup == Lookup::Idle
+            && let LaneKey::Partition(partition) = key
+        {
+            lane.lookup = Lookup::InFlight;
+            self.stats.lookups += 1;
+            self.decisions.push_back(Decision::FetchRoute {
+                partition: partition.clone(),
+            });
         }
     }
 

@@ -64,6 +64,9 @@ pub enum Attempt {
     Done(Served),
     /// The node refused it: never admitted (status 58).
     Refused,
+    /// The node refused it, and its refusal named another node as the partition's
+    /// primary (its view of the group): worth writing to at once.
+    RefusedNaming(NodeId),
     /// It never reached a node that could answer (no link, or a read whose link closed):
     /// safe to write again.
     NotSent,

@@ -20,8 +20,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{
-    Frame, Operation, PollRouting, ReplyHeader, RequestHeader, SendMessagesRequest, code,
-    decode_one,
+    ErrorCode, Frame, Operation, PollRouting, ReplyHeader, RequestHeader, SendMessagesRequest,
+    code, decode_one,
 };
 
 use std::net::SocketAddr;
@@ -33,7 +33,8 @@ pub enum Misbehaviour {
     NotCommitted,
     /// Every reply is written twice.
     DuplicateReplies,
-    /// Route lookups name a backup.
+    /// Route lookups name a backup, and refusals of sends carry a view naming the node
+    /// after the true primary (a backup whose view lags).
     LyingRoutes,
     /// Every frame is answered with garbage.
     Garbage,
@@ -146,8 +147,17 @@ impl Adversary {
     ) -> Bytes {
         let lookup =
             header.operation == Operation::NonReplicated && header.code == code::GET_POLL_ROUTING;
-        let reply = if lookup && self.active(node, Misbehaviour::LyingRoutes, now) {
+        let lying = self.active(node, Misbehaviour::LyingRoutes, now);
+        let reply = if lookup && lying {
             match name_a_backup(&reply, addrs) {
+                Some(lie) => {
+                    self.counts.lies += 1;
+                    lie
+                }
+                None => reply,
+            }
+        } else if lying && header.operation == Operation::SendMessages {
+            match stale_view(&reply) {
                 Some(lie) => {
                     self.counts.lies += 1;
                     lie
@@ -196,6 +206,19 @@ fn reply_frame(mut header: ReplyHeader, body: &[u8]) -> Bytes {
     header.encode(&mut out);
     out.extend_from_slice(body);
     out.freeze()
+}
+
+/// The same refusal (58), its view one past the true one: it names the node after the
+/// primary.
+fn stale_view(reply: &Bytes) -> Option<Bytes> {
+    let Ok(Frame::Reply { mut header, body }) = decode_one(reply) else {
+        return None;
+    };
+    if header.status != ErrorCode::TransientNotAccepted.as_u32() {
+        return None;
+    }
+    header.view = header.view.wrapping_add(1);
+    Some(reply_frame(header, &body))
 }
 
 /// The same routing reply, naming the node after the true primary.

@@ -42,7 +42,18 @@ pub(crate) struct Shared {
     /// Misbehaviours switched on through the control API, timed from `started`.
     adversary: Mutex<Adversary>,
     started: Instant,
+    /// When sends were refused for not reaching their partition's primary, and which
+    /// partition (stream, topic, partition ids), oldest first; at most
+    /// [`REFUSAL_LOG_LIMIT`] entries (later ones are not kept).
+    refused_sends: Mutex<Vec<RefusedSend>>,
 }
+
+/// When a send was refused, and its partition's (stream, topic, partition) ids.
+type RefusedSend = (Instant, (u32, u32, u32));
+
+/// Refusals [`TestCluster::refused_sends`] keeps: a client stuck on backups for a whole
+/// demo run refuses a few thousand times a second at most, so this covers minutes.
+const REFUSAL_LOG_LIMIT: usize = 1_000_000;
 
 impl Shared {
     /// Lock the model. A panic in another test thread must not hide this cluster's state,
@@ -108,6 +119,7 @@ impl TestCluster {
             next_connection: AtomicU64::new(1),
             adversary: Mutex::new(Adversary::new(config.nodes)),
             started: Instant::now(),
+            refused_sends: Mutex::new(Vec::new()),
         });
         for (node, listener) in listeners.into_iter().enumerate() {
             let task = tokio::spawn(accept_loop(Arc::clone(&shared), node, listener));
@@ -172,6 +184,16 @@ impl TestCluster {
         self.shared.state().set_node_running(node, true);
         let task = tokio::spawn(accept_loop(Arc::clone(&self.shared), node, listener));
         *lock(&runtime.listener) = Some(task);
+    }
+
+    /// When the sends to partitions of `stream`/`topic` that reached a node other than the
+    /// partition's primary were refused, oldest first, with the partition id of each.
+    pub fn refused_sends(&self, stream: u32, topic: u32) -> Vec<(Instant, u32)> {
+        lock(&self.shared.refused_sends)
+            .iter()
+            .filter(|(_, (s, t, _))| (*s, *t) == (stream, topic))
+            .map(|&(at, (_, _, partition))| (at, partition))
+            .collect()
     }
 
     /// Drop every open connection of a node; it keeps accepting new ones.
@@ -316,6 +338,12 @@ async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
                         Verdict::Model => {
                             let reply = connection.model.handle(&mut state, node, header, body);
                             commit_delay = state.take_reply_commit_delay();
+                            if let Some(partition) = state.take_refused_send() {
+                                let mut log = lock(&connection.shared.refused_sends);
+                                if log.len() < REFUSAL_LOG_LIMIT {
+                                    log.push((Instant::now(), partition));
+                                }
+                            }
                             let addrs: Vec<SocketAddr> =
                                 state.nodes().iter().map(|n| n.addr).collect();
                             reply.map(|reply| adversary.reply(node, &addrs, now, &header, reply))

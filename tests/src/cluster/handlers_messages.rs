@@ -29,6 +29,7 @@ pub(super) fn send(
     body: &[u8],
 ) -> Outcome {
     let commit = state.commit();
+    let nodes = state.node_count();
     let Ok(request) = SendMessagesRequest::decode(body) else {
         return Outcome::status(ErrorCode::InvalidFormat, commit);
     };
@@ -70,7 +71,12 @@ pub(super) fn send(
         return Outcome::status(ErrorCode::ResourceNotFound, commit);
     }
     if partition.primary != connection.node() {
-        return Outcome::status(ErrorCode::TransientNotAccepted, partition.next_offset());
+        // Its refusal names its view of the group, as the real server's does (§4.4).
+        let (partition_id, commit) = (partition.id, partition.next_offset());
+        let view = partition.view_naming_primary(nodes);
+        let replica = u8::try_from(connection.node()).unwrap_or(u8::MAX);
+        state.note_refused_send(stream_id, topic_id, partition_id);
+        return Outcome::status(ErrorCode::TransientNotAccepted, commit).with_stamp(view, replica);
     }
     if !partition.record_request(header.client, header.request) {
         // §13.5: a duplicate of a committed send gets the empty success, not a second append.
@@ -219,6 +225,51 @@ mod tests {
     use super::super::testkit::{Client, cluster, poll_body, seed_topic, send_body};
     use super::*;
     use iggy_route_core::wire::{Operation, PollMessagesReply, code};
+
+    #[test]
+    fn a_refusal_names_the_primary_by_its_view_and_the_view_only_grows() {
+        let mut state = cluster(3);
+        let (stream, topic) = seed_topic(&mut state, 1);
+        let mut clients: Vec<Client> = (0..3)
+            .map(|node| Client::signed_in(&mut state, node, 10 + node as u128))
+            .collect();
+        let mut last_view = 0;
+        // Partition 0 moves 0 -> 2 -> 1 -> 0; each time a backup refuses with a view
+        // naming the new primary (`view % 3`) and its own replica index.
+        for primary in [2usize, 1, 0] {
+            state
+                .catalog
+                .partition_mut(Lookup::Id(stream), Lookup::Id(topic), 0)
+                .unwrap()
+                .primary = primary;
+            let backup = (primary + 1) % 3;
+            let refused = clients[backup].write(
+                &mut state,
+                Operation::SendMessages,
+                send_body(stream, topic, 0, &["x"]),
+            );
+            assert_eq!(refused.status(), 58);
+            let header = refused.header();
+            assert_eq!(
+                header.view % 3,
+                primary as u32,
+                "the view names the primary"
+            );
+            assert_eq!(
+                usize::from(header.replica),
+                backup,
+                "stamped by the refuser"
+            );
+            assert!(
+                header.view > last_view,
+                "views only grow: {} then {}",
+                last_view,
+                header.view
+            );
+            last_view = header.view;
+            assert_eq!(state.take_refused_send(), Some((stream, topic, 0)));
+        }
+    }
 
     #[test]
     fn only_the_primary_admits_a_send_and_offsets_follow_the_order() {

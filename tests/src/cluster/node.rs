@@ -135,13 +135,18 @@ impl NodeConnection {
         echoed.client = self.transport_id;
         let outcome = match outcome {
             Outcome::Reply {
-                status, body, op, ..
+                status,
+                body,
+                op,
+                stamp,
+                ..
             } if header.operation == Operation::Register && node != state.metadata_leader() => {
                 Outcome::Reply {
                     status,
                     body,
                     commit: 0,
                     op,
+                    stamp,
                 }
             }
             other @ (Outcome::Reply { .. } | Outcome::Evict(_) | Outcome::Drop) => other,

@@ -23,6 +23,10 @@ pub enum Outcome {
         commit: u64,
         /// The reply header's `op`.
         op: u64,
+        /// The reply header's `view` and `replica`: a partition replica's refusal carries
+        /// its group's view (whose primary is `view % replica count`) and its own index,
+        /// as the real server's do; 0 elsewhere (the client reads them nowhere else).
+        stamp: (u32, u8),
     },
     /// An eviction frame instead of a reply.
     Evict(EvictionReason),
@@ -38,6 +42,7 @@ impl Outcome {
             body: body.into(),
             commit,
             op: 0,
+            stamp: (0, 0),
         }
     }
 
@@ -53,6 +58,7 @@ impl Outcome {
             body: Bytes::new(),
             commit,
             op: 0,
+            stamp: (0, 0),
         }
     }
 
@@ -78,12 +84,34 @@ impl Outcome {
                 status,
                 body,
                 commit,
+                stamp,
                 ..
             } => Self::Reply {
                 status,
                 body,
                 commit,
                 op: new_op,
+                stamp,
+            },
+            other @ (Self::Evict(_) | Self::Drop) => other,
+        }
+    }
+
+    /// Set the reply header's `view` and `replica` (see [`Outcome::Reply`]).
+    pub fn with_stamp(self, view: u32, replica: u8) -> Self {
+        match self {
+            Self::Reply {
+                status,
+                body,
+                commit,
+                op,
+                ..
+            } => Self::Reply {
+                status,
+                body,
+                commit,
+                op,
+                stamp: (view, replica),
             },
             other @ (Self::Evict(_) | Self::Drop) => other,
         }
@@ -111,11 +139,14 @@ impl Outcome {
                 body,
                 commit,
                 op,
+                stamp: (view, replica),
             } => {
                 // §1.4: a nonzero status always has an empty body.
                 let body = if status == 0 { body } else { Bytes::new() };
                 let mut header = ReplyHeader::for_request(request, status, commit, body.len());
                 header.op = op;
+                header.view = view;
+                header.replica = replica;
                 let mut out = BytesMut::with_capacity(HEADER_SIZE + body.len());
                 header.encode(&mut out);
                 out.put_slice(&body);
@@ -160,6 +191,7 @@ mod tests {
             body: Bytes::from_static(b"ignored"),
             commit: 42,
             op: 0,
+            stamp: (0, 0),
         };
         assert!(outcome.is_refusal());
         let frame = outcome.into_frame(&send_request()).unwrap();

@@ -65,6 +65,9 @@ pub struct Partition {
     pub created_at: u64,
     /// The node that admits writes and primary-only polls for this partition.
     pub primary: NodeId,
+    /// The consensus view this partition's group last named a primary in (see
+    /// [`Partition::view_naming_primary`]).
+    view: u32,
     /// The append-only log.
     pub log: PartitionLog,
     /// Stored consumer offsets.
@@ -74,11 +77,25 @@ pub struct Partition {
 }
 
 impl Partition {
+    /// The group's view as a replica reports it on a refusal: its primary is
+    /// `view % nodes`, as on the real server. Tests and the simulation move `primary`
+    /// directly; the view follows here, to the first later view that names it, so it only
+    /// grows.
+    pub fn view_naming_primary(&mut self, nodes: usize) -> u32 {
+        let nodes = u32::try_from(nodes.max(1)).unwrap_or(u32::MAX);
+        let primary = u32::try_from(self.primary).unwrap_or(0) % nodes;
+        if self.view % nodes != primary {
+            self.view += (primary + nodes - self.view % nodes) % nodes;
+        }
+        self.view
+    }
+
     pub(super) fn new(id: u32, created_at: u64, primary: NodeId) -> Self {
         Self {
             id,
             created_at,
             primary,
+            view: 0,
             log: PartitionLog::default(),
             offsets: BTreeMap::new(),
             committed_requests: BTreeMap::new(),

@@ -197,6 +197,10 @@ pub struct ClusterState {
     reply_commit_delay: Duration,
     /// The last transport id handed to a connection.
     last_transport_id: u128,
+    /// The partition (stream, topic, partition ids) of the send just refused for not being
+    /// its primary: set by the handler, taken by the driver, which timestamps it (the
+    /// demo's recovery times start at a move's first refusal).
+    refused_send: Option<(u32, u32, u32)>,
 }
 
 impl ClusterState {
@@ -238,7 +242,19 @@ impl ClusterState {
             commit_history: VecDeque::new(),
             reply_commit_delay: Duration::ZERO,
             last_transport_id: 0,
+            refused_send: None,
         }
+    }
+
+    /// Notes that a send to this partition was just refused by a node that is not its
+    /// primary.
+    pub fn note_refused_send(&mut self, stream: u32, topic: u32, partition: u32) {
+        self.refused_send = Some((stream, topic, partition));
+    }
+
+    /// The partition of the send refused by the request just handled, if one was.
+    pub fn take_refused_send(&mut self) -> Option<(u32, u32, u32)> {
+        self.refused_send.take()
     }
 
     // ---- nodes and roles -------------------------------------------------------------

@@ -418,6 +418,11 @@ impl Simulation {
                 .map(|r| r.stats().protocol_violations)
                 .sum(),
             coalesced: self.routers.iter().map(|r| r.stats().coalesced).sum(),
+            refusal_views_followed: self
+                .routers
+                .iter()
+                .map(|r| r.stats().refusal_views_followed)
+                .sum(),
         }
     }
 }

@@ -85,6 +85,8 @@ pub struct SimReport {
     pub protocol_violations: u64,
     /// Sends the routers wrote merged behind another send of their partition.
     pub coalesced: u64,
+    /// Refusals whose view the routers followed to the node it named.
+    pub refusal_views_followed: u64,
 }
 
 /// How to run a seed.

@@ -53,6 +53,8 @@ pub struct Scenario {
     pub coalesce_max_messages: u32,
     /// How long a partition's first send waits for more to merge with.
     pub linger: Duration,
+    /// Whether the routers act on the view a refusal carries.
+    pub follow_refusal_view: bool,
 }
 
 impl Scenario {
@@ -79,6 +81,8 @@ impl Scenario {
         } else {
             Duration::ZERO
         };
+        // So does following a refusal's view, added later still.
+        let follow_refusal_view = !SimRng::new(seed, 0x71E3_0F58).chance(25);
         Self {
             seed,
             routers: rng.range(2, 4) as usize,
@@ -102,6 +106,7 @@ impl Scenario {
             workload_span: rng.duration(Duration::from_millis(1_000), Duration::from_millis(3_000)),
             coalesce_max_messages,
             linger,
+            follow_refusal_view,
         }
     }
 
@@ -132,6 +137,7 @@ impl Scenario {
         config.delivery = self.delivery;
         config.coalesce_max_messages = self.coalesce_max_messages;
         config.linger = self.linger;
+        config.follow_refusal_view = self.follow_refusal_view;
         config
     }
 
