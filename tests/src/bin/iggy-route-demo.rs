@@ -2,13 +2,16 @@
 //! published SDK 0.11.0, with partition primaries on one node and split over three, side
 //! by side. See `iggy_route_tests::demo`.
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
 use iggy_route_core::{Config, Credentials};
+use iggy_route_tests::demo::chart;
+use iggy_route_tests::demo::failover::{Fault, FaultPlan};
 use iggy_route_tests::demo::report::{self, RefusalSource, Row};
-use iggy_route_tests::demo::runner::{self, Runtimes};
+use iggy_route_tests::demo::runner::{self, FaultSettings, Runtimes};
 use iggy_route_tests::demo::{
     ClientKind, Load, LoadKind, NODES, PARTITIONS, STREAM_NAME, Scenario, TOPIC_NAME,
 };
@@ -58,9 +61,34 @@ struct Args {
     /// `single-message` one. Each load runs every scenario with every client.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [LoadKind::Batch100, LoadKind::SingleMessage])]
     loads: Vec<LoadKind>,
-    /// Scenarios to run on the embedded cluster, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Scenario::Single, Scenario::Split])]
+    /// Scenarios to run, comma-separated. On the embedded cluster: all four by default.
+    /// With `--cluster`: the cluster as it is (`external`) by default, or `crash` (needs
+    /// `--ctl`; give `--seconds` of a minute or more: a real view change takes about 20 s).
+    #[arg(long, value_enum, value_delimiter = ',')]
     scenarios: Vec<Scenario>,
+    /// Duration of each `moving` and `crash` run on the embedded cluster, in seconds
+    /// (longer than `--seconds`: each run should see several moves).
+    #[arg(long, default_value_t = 10.0)]
+    failover_seconds: f64,
+    /// `moving`: one partition's primary moves to the next node this often.
+    #[arg(long, value_name = "MS", default_value_t = 1_000)]
+    move_every_ms: u64,
+    /// `crash`: the node that stops a quarter into the run and comes back three quarters
+    /// in (node 0 holds the clients' sessions on the embedded cluster).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    crash_node: usize,
+    /// `crash` on the embedded cluster: how long after the stop the node's partitions move
+    /// to the next node (the server's view change).
+    #[arg(long, value_name = "MS", default_value_t = 1_000)]
+    view_change_ms: u64,
+    /// Make iggy-route ignore the view a refusal carries (`Config::follow_refusal_view`
+    /// off): after a move it then looks the route up (or tries the next node) before
+    /// writing again, one round trip more. For measuring what following the view saves.
+    #[arg(long)]
+    ignore_refusal_view: bool,
+    /// Where `results.json` (the JSON of `--json`) and the failover charts are written.
+    #[arg(long, value_name = "DIR", default_value = "target/iggy-route-demo")]
+    out: std::path::PathBuf,
     /// Keep the SDK's default `nodelay=false` (Nagle on: ~40 ms per send on loopback).
     #[arg(long)]
     sdk_nagle: bool,
@@ -80,10 +108,15 @@ struct Args {
     producer_window: Option<usize>,
 }
 
+/// How long a real cluster's restarted node takes to rejoin (see
+/// `../shared/real-cluster/README.md`).
+const REJOIN_WAIT: Duration = Duration::from_secs(15);
+
 fn main() -> ExitCode {
     let args = Args::parse();
-    if !(args.seconds > 0.0 && args.seconds.is_finite()) || args.producers == 0 {
-        eprintln!("--seconds must be positive and --producers at least 1");
+    let positive = |seconds: f64| seconds > 0.0 && seconds.is_finite();
+    if !positive(args.seconds) || !positive(args.failover_seconds) || args.producers == 0 {
+        eprintln!("--seconds and --failover-seconds must be positive, --producers at least 1");
         return ExitCode::FAILURE;
     }
     if args.cluster.is_some() && args.slow_commit_ms > 0 {
@@ -100,7 +133,14 @@ fn main() -> ExitCode {
         drain_grace: Duration::from_secs(30),
         sdk_nodelay: !args.sdk_nagle,
         producer_window: args.producer_window,
+        epoch: None,
+        outage: None,
+        follow_refusal_view: !args.ignore_refusal_view,
     };
+    if args.crash_node >= NODES && args.cluster.is_none() {
+        eprintln!("--crash-node must be a node of the {NODES}-node embedded cluster");
+        return ExitCode::FAILURE;
+    }
     let runtimes = match Runtimes::new(2) {
         Ok(runtimes) => runtimes,
         Err(error) => {
@@ -114,6 +154,11 @@ fn main() -> ExitCode {
     };
     println!();
     print!("{}", report::table(&rows));
+    let failover = report::failover_table(&rows);
+    if !failover.is_empty() {
+        println!();
+        print!("{failover}");
+    }
     if rows
         .iter()
         .any(|row| row.refusals_source == RefusalSource::Client)
@@ -129,14 +174,48 @@ fn main() -> ExitCode {
     for warning in report::warnings(&rows) {
         println!("{warning}");
     }
+    let slow_commit_ms = args.cluster.is_none().then_some(args.slow_commit_ms);
+    let json = report::json(&rows, slow_commit_ms);
+    write_results(&args.out, &json, &rows);
     if args.json {
-        let slow_commit_ms = args.cluster.is_none().then_some(args.slow_commit_ms);
-        println!("{}", report::json(&rows, slow_commit_ms));
+        println!("{json}");
     }
     if rows.is_empty() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Writes `results.json` and a chart per load and faulted scenario into `out`, and says
+/// where; a failure to write is reported, not fatal (the table is already printed).
+fn write_results(out: &Path, json: &str, rows: &[Row]) {
+    if let Err(error) = std::fs::create_dir_all(out) {
+        eprintln!("cannot create {}: {error}", out.display());
+        return;
+    }
+    let results = out.join("results.json");
+    match std::fs::write(&results, format!("{json}\n")) {
+        Ok(()) => println!("results: {}", results.display()),
+        Err(error) => eprintln!("cannot write {}: {error}", results.display()),
+    }
+    let mut groups: Vec<(LoadKind, Scenario)> = rows
+        .iter()
+        .filter(|row| row.recovery.is_some())
+        .map(|row| (row.load, row.scenario))
+        .collect();
+    groups.dedup();
+    for (load, scenario) in groups {
+        let group: Vec<&Row> = rows
+            .iter()
+            .filter(|row| row.load == load && row.scenario == scenario && row.recovery.is_some())
+            .collect();
+        let path = out.join(format!("failover-{load}-{scenario}.svg"));
+        let title = format!("{scenario}: {load}, throughput per 100 ms");
+        match chart::write(&path, &title, &group) {
+            Ok(()) => println!("chart: {}", path.display()),
+            Err(error) => eprintln!("cannot draw the chart: {error}"),
+        }
     }
 }
 
@@ -156,12 +235,17 @@ fn describe_loads(loads: &[LoadKind]) -> String {
 fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
     println!(
         "iggy-route demo: {NODES}-node loopback cluster, topic of {PARTITIONS} partitions, \
-         loads {}, {} producers, messages of {} B, {:.1} s per run, fresh cluster per run, \
-         slow commit {} ms; producer window {} messages; SDK with nodelay={}",
+         loads {}, {} producers, messages of {} B, {:.1} s per run ({:.1} s with faults: a \
+         move every {} ms; node {} crashing, its partitions moving {} ms later), fresh cluster \
+         per run, slow commit {} ms; producer window {} messages; SDK with nodelay={}",
         describe_loads(&args.loads),
         load.producers,
         load.payload_bytes,
         load.duration.as_secs_f64(),
+        args.failover_seconds,
+        args.move_every_ms,
+        args.crash_node,
+        args.view_change_ms,
         args.slow_commit_ms,
         load.producer_window.map_or_else(
             || "1,000 (batch100) / 500 (single-message)".to_owned(),
@@ -170,16 +254,39 @@ fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
         load.sdk_nodelay
     );
     let commit = Duration::from_millis(args.slow_commit_ms);
+    let faults = FaultSettings {
+        move_every: Duration::from_millis(args.move_every_ms),
+        crash_node: args.crash_node,
+        view_change: Duration::from_millis(args.view_change_ms),
+    };
+    let scenarios = if args.scenarios.is_empty() {
+        vec![
+            Scenario::Single,
+            Scenario::Split,
+            Scenario::Moving,
+            Scenario::Crash,
+        ]
+    } else {
+        args.scenarios.clone()
+    };
     let mut rows = Vec::new();
     for &kind in &args.loads {
         let load = Load { kind, ..*load };
-        for &scenario in &args.scenarios {
+        for &scenario in &scenarios {
             if scenario == Scenario::External {
                 eprintln!("scenario external needs --cluster; skipped");
                 continue;
             }
+            let load = if scenario.has_faults() {
+                Load {
+                    duration: Duration::from_secs_f64(args.failover_seconds),
+                    ..load
+                }
+            } else {
+                load
+            };
             for &client in &args.clients {
-                match runner::run_embedded(runtimes, client, scenario, &load, commit) {
+                match runner::run_embedded(runtimes, client, scenario, &load, commit, &faults) {
                     Ok(row) => rows.push(row),
                     Err(error) => eprintln!("{kind} {client} {scenario}: run failed: {error}"),
                 }
@@ -233,13 +340,42 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
         load.payload_bytes,
         load.duration.as_secs_f64()
     );
+    let crash = args.scenarios.contains(&Scenario::Crash);
+    if crash && !real.has_ctl() {
+        eprintln!("--scenarios crash with --cluster needs --ctl");
+        return Vec::new();
+    }
     let mut rows = Vec::new();
     for &kind in &args.loads {
         let load = Load { kind, ..*load };
         for &client in &args.clients {
             let config = Config::new(seeds.clone(), credentials.clone());
             let refusals_before = real.refusals();
-            match runner::run_external(runtimes, client, config, &stream, &load) {
+            let run = if crash {
+                let primaries = match runner::probe_primaries(runtimes, &config, &stream) {
+                    Ok(primaries) => primaries,
+                    Err(error) => {
+                        eprintln!("{kind} {client} crash: cannot find the primaries: {error}");
+                        continue;
+                    }
+                };
+                println!(
+                    "primaries before the crash of node {}: {primaries:?}",
+                    args.crash_node
+                );
+                let plan = FaultPlan::crash(load.duration, args.crash_node, None, &primaries);
+                let apply = |fault: &Fault| match fault {
+                    Fault::Crash { node, .. } => real.ctl("kill", *node),
+                    Fault::Restart { node } => real.ctl("start", *node),
+                    Fault::Move { .. } | Fault::ViewChange { .. } => {}
+                };
+                runner::run_external_faulted(
+                    runtimes, client, config, &stream, &load, &plan, &apply,
+                )
+            } else {
+                runner::run_external(runtimes, client, config, &stream, &load)
+            };
+            match run {
                 Ok(mut row) => {
                     if let (Some(before), Some(after)) = (refusals_before, real.refusals()) {
                         row.refusals = after.saturating_sub(before);
@@ -248,6 +384,15 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
                     rows.push(row);
                 }
                 Err(error) => eprintln!("{kind} {client} external: run failed: {error}"),
+            }
+            if crash {
+                // The restarted node rejoins before the next client's run starts.
+                println!(
+                    "waiting {} s for node {} to rejoin...",
+                    REJOIN_WAIT.as_secs(),
+                    args.crash_node
+                );
+                std::thread::sleep(REJOIN_WAIT);
             }
         }
     }

@@ -11,7 +11,7 @@ use iggy_route_mio::producer::{Background, Delivery};
 use iggy_route_mio::{BackgroundConfig, Client, Identifier, Message, Partitioning, Producer};
 
 use super::Load;
-use super::load::{Measurement, ProducerTally, Progress, RunClock, payload};
+use super::load::{Acked, Measurement, ProducerTally, Progress, RunClock, payload};
 
 /// Runs `load` on one OS thread per producer until its deadline, then flushes each
 /// producer and waits for every acknowledgement (cut off at the drain limit).
@@ -34,6 +34,7 @@ pub fn produce(
         })
         .collect::<Result<Vec<_>, String>>()?;
     let clock = RunClock::start(load);
+    clock.wait_for_start();
     let payload = payload(load);
     let tallies = std::thread::scope(|scope| {
         let threads: Vec<_> = producers
@@ -87,7 +88,9 @@ fn run(
             let Some(outcome) = delivery.try_wait() else {
                 break;
             };
-            let outcome = outcome.map(|_| *count).map_err(|f| f.error.to_string());
+            let outcome = outcome
+                .map(|receipt| acked(*count, &receipt))
+                .map_err(|f| f.error.to_string());
             tally.record(clock, *started, outcome, progress);
             window.pop_front();
         }
@@ -98,7 +101,7 @@ fn run(
         {
             let outcome = delivery
                 .wait()
-                .map(|_| count)
+                .map(|receipt| acked(count, &receipt))
                 .map_err(|f| f.error.to_string());
             tally.record(clock, started, outcome, progress);
         }
@@ -110,7 +113,9 @@ fn run(
         let left = clock.cut_off.saturating_duration_since(Instant::now());
         match delivery.wait_timeout(left.max(Duration::from_millis(1))) {
             Some(outcome) => {
-                let outcome = outcome.map(|_| count).map_err(|f| f.error.to_string());
+                let outcome = outcome
+                    .map(|receipt| acked(count, &receipt))
+                    .map_err(|f| f.error.to_string());
                 tally.record(clock, started, outcome, progress);
             }
             None => tally.record_cut_off(clock),
@@ -118,4 +123,12 @@ fn run(
     }
     let _ = producer.shutdown();
     tally
+}
+
+/// A call's acknowledgement as the tally counts it.
+fn acked(messages: u64, receipt: &iggy_route_core::SendReceipt) -> Acked {
+    Acked {
+        messages,
+        partition: Some(receipt.partition_id),
+    }
 }

@@ -14,7 +14,7 @@ use iggy_route_tokio::{BackgroundConfig, Client, Identifier, Message, Partitioni
 use tokio::sync::mpsc;
 
 use super::Load;
-use super::load::{Measurement, ProducerTally, Progress, RunClock, payload};
+use super::load::{Acked, Measurement, ProducerTally, Progress, RunClock, payload};
 
 /// Runs `load` with one task per producer until its deadline, then flushes each producer
 /// and waits for every acknowledgement (cut off at the drain limit).
@@ -37,6 +37,7 @@ pub async fn produce(
         })
         .collect::<Result<Vec<_>, String>>()?;
     let clock = RunClock::start(load);
+    clock.start_reached().await;
     let payload = payload(load);
     let tasks: Vec<_> = producers
         .into_iter()
@@ -73,7 +74,9 @@ async fn run(
             while let Some((started, count, delivery)) = acknowledged.recv().await {
                 match tokio::time::timeout_at(cut_off, delivery).await {
                     Ok(outcome) => {
-                        let outcome = outcome.map(|_| count).map_err(|f| f.error.to_string());
+                        let outcome = outcome
+                            .map(|receipt| acked(count, &receipt))
+                            .map_err(|f| f.error.to_string());
                         tally.record(&clock, started, outcome, &progress);
                     }
                     Err(_elapsed) => tally.record_cut_off(&clock),
@@ -115,4 +118,12 @@ async fn run(
     }
     let _ = producer.shutdown().await;
     tally
+}
+
+/// A call's acknowledgement as the tally counts it.
+fn acked(messages: u64, receipt: &iggy_route_core::SendReceipt) -> Acked {
+    Acked {
+        messages,
+        partition: Some(receipt.partition_id),
+    }
 }

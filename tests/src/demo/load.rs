@@ -11,6 +11,7 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 
 use super::Load;
+use super::timeline::Timeline;
 
 /// Latencies are recorded in µs, from 1 µs to 10 minutes, to 3 significant digits.
 const LATENCY_MAX_MICROS: u64 = 600_000_000;
@@ -41,6 +42,36 @@ pub fn batch_key(producer: usize, batch: u64) -> u64 {
     ((producer as u64) << 40) ^ batch.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
+/// What a send call reports when the cluster acknowledged it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acked {
+    /// Messages acknowledged.
+    pub messages: u64,
+    /// The partition they went to, when the client says (or the key tells).
+    pub partition: Option<u32>,
+}
+
+/// A window of a run during which a node is down: the partitions in `affected` (a bit per
+/// partition id) cannot be served, and the latency of sends to the others, started inside
+/// the window, is kept apart (they must not stall).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutageWindow {
+    /// From this offset of the run...
+    pub from: Duration,
+    /// ...to this one.
+    pub to: Duration,
+    /// The partitions whose primary was on the node that went down, and those whose
+    /// commits wait for it (the server's replica chain passes through it).
+    pub affected: u64,
+}
+
+impl OutageWindow {
+    /// True when `partition` is one the outage hits.
+    pub fn hits(&self, partition: u32) -> bool {
+        partition < 64 && self.affected & (1 << partition) != 0
+    }
+}
+
 /// The deadlines of one run.
 #[derive(Debug, Clone, Copy)]
 pub struct RunClock {
@@ -50,17 +81,44 @@ pub struct RunClock {
     pub deadline: Instant,
     /// A send still pending at this instant is cut off.
     pub cut_off: Instant,
+    /// The node outage planned in this run, if any.
+    pub outage: Option<OutageWindow>,
 }
 
 impl RunClock {
-    /// Starts the clock now.
+    /// Starts the clock at the load's epoch when it has one (a run whose faults are
+    /// scheduled from the same instant), now otherwise.
     pub fn start(load: &Load) -> Self {
-        let started = Instant::now();
+        let started = load.epoch.unwrap_or_else(Instant::now);
         Self {
             started,
             deadline: started + load.duration,
             cut_off: started + load.duration + load.drain_grace,
+            outage: load.outage,
         }
+    }
+
+    /// Blocks the calling thread until the run's start (at once when it has passed).
+    pub fn wait_for_start(&self) {
+        let wait = self.started.saturating_duration_since(Instant::now());
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// Waits until the run's start (at once when it has passed).
+    pub async fn start_reached(&self) {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(self.started)).await;
+    }
+
+    /// Whether a send to `partition` started at `started` is one the outage must not
+    /// stall: inside the window, to a partition it does not hit.
+    fn spared_by_outage(&self, started: Instant, partition: Option<u32>) -> bool {
+        let (Some(outage), Some(partition)) = (self.outage, partition) else {
+            return false;
+        };
+        let offset = started.saturating_duration_since(self.started);
+        offset >= outage.from && offset < outage.to && !outage.hits(partition)
     }
 }
 
@@ -75,11 +133,15 @@ pub struct ProducerTally {
     cut_off_sends: u64,
     first_error: Option<String>,
     finished: Option<Instant>,
+    timeline: Timeline,
+    spared_latency_micros: Histogram<u64>,
 }
 
 impl Default for ProducerTally {
     fn default() -> Self {
         Self {
+            timeline: Timeline::default(),
+            spared_latency_micros: latency_histogram(),
             latency_micros: latency_histogram(),
             acked_messages: 0,
             sends: 0,
@@ -93,13 +155,13 @@ impl Default for ProducerTally {
 }
 
 impl ProducerTally {
-    /// Records one send call that started at `started` and ended now: `Ok(messages)` when
-    /// the cluster acknowledged that many messages.
+    /// Records one send call that started at `started` and ended now: `Ok` when the
+    /// cluster acknowledged its messages.
     pub fn record(
         &mut self,
         clock: &RunClock,
         started: Instant,
-        outcome: Result<u64, String>,
+        outcome: Result<Acked, String>,
         progress: &Progress,
     ) {
         let finished = Instant::now();
@@ -112,7 +174,15 @@ impl ProducerTally {
         }
         self.finished = Some(finished);
         match outcome {
-            Ok(messages) => {
+            Ok(Acked {
+                messages,
+                partition,
+            }) => {
+                if clock.spared_by_outage(started, partition) {
+                    self.spared_latency_micros.saturating_record(micros.max(1));
+                }
+                let offset = finished.saturating_duration_since(clock.started);
+                self.timeline.record_ack(offset, messages, partition);
                 self.acked_messages += messages;
                 progress.acked.fetch_add(messages, Ordering::Relaxed);
             }
@@ -151,6 +221,11 @@ pub struct Measurement {
     pub first_error: Option<String>,
     /// From the start of the load to the last producer's last send (late ones included).
     pub wall: Duration,
+    /// When the acknowledgements came.
+    pub timeline: Timeline,
+    /// Latency (µs) of the acknowledged sends the run's outage must not stall: to the
+    /// partitions it does not hit, started while the node was down. Empty without one.
+    pub spared_latency_micros: Histogram<u64>,
 }
 
 impl Measurement {
@@ -165,11 +240,17 @@ impl Measurement {
             cut_off_sends: 0,
             first_error: None,
             wall: Duration::ZERO,
+            timeline: Timeline::default(),
+            spared_latency_micros: latency_histogram(),
         };
         let mut last = clock.deadline;
         for tally in tallies {
             // Both histograms have the same bounds, so adding cannot fail.
             let _ = merged.latency_micros.add(&tally.latency_micros);
+            let _ = merged
+                .spared_latency_micros
+                .add(&tally.spared_latency_micros);
+            merged.timeline.merge(&tally.timeline);
             merged.acked_messages += tally.acked_messages;
             merged.sends += tally.sends;
             merged.failed_sends += tally.failed_sends;

@@ -10,6 +10,8 @@
 
 pub mod background_mio;
 pub mod background_tokio;
+pub mod chart;
+pub mod failover;
 pub mod load;
 pub mod producer;
 pub mod report;
@@ -17,10 +19,13 @@ pub mod route_mio;
 pub mod route_tokio;
 pub mod runner;
 pub mod sdk;
+pub mod timeline;
 pub mod topology;
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use load::OutageWindow;
 
 /// The clients the demo compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -84,6 +89,13 @@ pub enum Scenario {
     /// Primaries spread round-robin over the nodes, the metadata leader on node 0 (after
     /// failovers).
     Split,
+    /// Primaries split as in `split`, and every second one partition's primary moves to
+    /// the next node (a controlled move: the old primary refuses at once).
+    Moving,
+    /// Primaries split as in `split`; a quarter into the run a node stops without a word
+    /// (links cut), its partitions move after a view change, and it comes back three
+    /// quarters in. With `--cluster --ctl`, the same against a real cluster.
+    Crash,
     /// A real cluster given with `--cluster`: whatever state it is in.
     External,
 }
@@ -94,8 +106,17 @@ impl Scenario {
         match self {
             Scenario::Single => "single",
             Scenario::Split => "split",
+            Scenario::Moving => "moving",
+            Scenario::Crash => "crash",
             Scenario::External => "external",
         }
+    }
+}
+
+impl Scenario {
+    /// True for the scenarios whose primaries move during the run.
+    pub fn has_faults(self) -> bool {
+        matches!(self, Scenario::Moving | Scenario::Crash)
     }
 }
 
@@ -175,6 +196,14 @@ pub struct Load {
     /// before its `send` loop waits for the oldest call's acknowledgement: `None` takes the
     /// load's [`LoadKind::default_producer_window`].
     pub producer_window: Option<usize>,
+    /// The instant the run's clock starts from, when its faults are scheduled from it
+    /// (`None`: the clock starts when the producers do).
+    pub epoch: Option<Instant>,
+    /// The node outage planned in the run, if any.
+    pub outage: Option<OutageWindow>,
+    /// iggy-route's `Config::follow_refusal_view` (the demo's `--ignore-refusal-view`
+    /// turns it off to measure a move without it).
+    pub follow_refusal_view: bool,
 }
 
 impl Load {

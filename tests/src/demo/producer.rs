@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::Load;
-use super::load::{Measurement, ProducerTally, Progress, RunClock};
+use super::load::{Acked, Measurement, ProducerTally, Progress, RunClock};
 
 /// One producer's send path on an async client.
 pub trait AsyncSendPath: Send + 'static {
@@ -21,8 +21,8 @@ pub trait AsyncSendPath: Send + 'static {
     /// clock starts, so building the messages is not counted as sending them.
     fn prepare(&mut self, send: u64) -> Result<Self::Batch, String>;
 
-    /// Sends one batch: `Ok` is the number of messages the cluster acknowledged.
-    fn send(&mut self, batch: Self::Batch) -> impl Future<Output = Result<u64, String>> + Send;
+    /// Sends one batch: `Ok` says what the cluster acknowledged.
+    fn send(&mut self, batch: Self::Batch) -> impl Future<Output = Result<Acked, String>> + Send;
 
     /// Runs once after the producer's last send (the SDK signs its client out here).
     fn finish(self) -> impl Future<Output = ()> + Send
@@ -41,8 +41,8 @@ pub trait BlockingSendPath: Send {
     /// Builds send number `send` of this producer, before its latency clock starts.
     fn prepare(&mut self, send: u64) -> Result<Self::Batch, String>;
 
-    /// Sends one batch: `Ok` is the number of messages the cluster acknowledged.
-    fn send(&mut self, batch: Self::Batch) -> Result<u64, String>;
+    /// Sends one batch: `Ok` says what the cluster acknowledged.
+    fn send(&mut self, batch: Self::Batch) -> Result<Acked, String>;
 }
 
 /// Runs one task per path until the load's deadline, then waits for the sends in flight
@@ -53,6 +53,7 @@ pub async fn produce_async<P: AsyncSendPath>(
     progress: Arc<Progress>,
 ) -> Measurement {
     let clock = RunClock::start(load);
+    clock.start_reached().await;
     let producers: Vec<_> = paths
         .into_iter()
         .map(|mut path| {
@@ -85,6 +86,7 @@ pub fn produce_blocking<P: BlockingSendPath>(
     progress: &Progress,
 ) -> Measurement {
     let clock = RunClock::start(load);
+    clock.wait_for_start();
     let tallies = std::thread::scope(|scope| {
         let producers: Vec<_> = paths
             .into_iter()

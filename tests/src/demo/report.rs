@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
+use super::failover::Recovery;
 use super::load::Measurement;
+use super::timeline::second_spread;
 use super::{ClientKind, LoadKind, Scenario};
 
 /// Who counted a row's refusals.
@@ -37,12 +39,40 @@ pub struct Row {
     pub refusals_source: RefusalSource,
     /// Messages the cluster stored during the run, when it could be read.
     pub stored_messages: Option<u64>,
+    /// For a run whose primaries moved: the faults and the recovery of each partition
+    /// they hit.
+    pub recovery: Option<Recovery>,
+    /// How long the producers were to start sends (the load's duration).
+    pub planned: std::time::Duration,
 }
 
 impl Row {
     /// Acknowledged messages per second of wall time.
     pub fn messages_per_second(&self) -> f64 {
         self.measurement.messages_per_second()
+    }
+
+    /// The lowest and the highest whole second's throughput over the median second's.
+    pub fn second_spread(&self) -> Option<(f64, f64)> {
+        second_spread(&self.measurement.timeline.per_second(self.run_seconds()))
+    }
+
+    /// The part of the run in which producers started sends (whole seconds of it count).
+    fn run_seconds(&self) -> std::time::Duration {
+        self.measurement.wall.min(self.planned)
+    }
+
+    /// p99.9 (ms) of the sends the run's outage must not stall, when it had one and the
+    /// client's latencies are per call: a background producer's are observed in call
+    /// order, so a call to a spared partition would carry the wait of an earlier call to a
+    /// stopped one.
+    pub fn spared_p999_ms(&self) -> Option<f64> {
+        let spared = &self.measurement.spared_latency_micros;
+        let per_call = !matches!(
+            self.client,
+            ClientKind::RouteTokioProducer | ClientKind::RouteMioProducer
+        );
+        (per_call && !spared.is_empty()).then(|| spared.value_at_quantile(0.999) as f64 / 1000.0)
     }
 
     /// True when the cluster holds exactly the acknowledged messages.
@@ -94,6 +124,88 @@ pub fn table(rows: &[Row]) -> String {
     out
 }
 
+/// The rows of runs whose primaries moved, as a second table: the spread of the run's
+/// seconds, the recovery of the partitions the faults hit, and, in a crash, the p99.9 of
+/// the sends to the partitions the stopped node did not lead.
+pub fn failover_table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    if rows.iter().all(|row| row.recovery.is_none()) {
+        return out;
+    }
+    // The same client's `split` run, where it was measured, is the baseline: the embedded
+    // cluster's own second-to-second spread without any move.
+    let moved: Vec<&Row> = rows
+        .iter()
+        .filter(|row| row.recovery.is_some() || row.scenario == Scenario::Split)
+        .collect();
+    let _ = writeln!(
+        out,
+        "{:<14} {:<25} {:<8} {:>10} {:>9} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>11}",
+        "load",
+        "client",
+        "scenario",
+        "msg/s",
+        "p99.9 ms",
+        "low/med",
+        "high/med",
+        "hit",
+        "rec p50",
+        "rec p99",
+        "rec max",
+        "moves",
+        "spared p99.9"
+    );
+    for row in moved {
+        let (low, high) = row
+            .second_spread()
+            .map_or(("-".to_owned(), "-".to_owned()), |(low, high)| {
+                (format!("{low:.2}"), format!("{high:.2}"))
+            });
+        let recovery = row.recovery.as_ref();
+        let hit = recovery.map_or(0, |r| r.samples.len() as u64 + r.unrecovered);
+        let recovery_ms = |figure: fn(&Recovery) -> f64| {
+            recovery.map_or_else(|| "-".to_owned(), |r| format!("{:.2}", figure(r)))
+        };
+        let spared = row
+            .spared_p999_ms()
+            .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2} ms"));
+        let _ = writeln!(
+            out,
+            "{:<14} {:<25} {:<8} {:>10} {:>9.2} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>11}",
+            row.load.name(),
+            row.client.name(),
+            row.scenario.name(),
+            thousands(row.messages_per_second()),
+            row.measurement.latency_ms(0.999),
+            low,
+            high,
+            hit,
+            recovery_ms(|r| r.ms(0.50)),
+            recovery_ms(|r| r.ms(0.99)),
+            recovery_ms(Recovery::max_ms),
+            moves(row),
+            spared,
+        );
+        if let Some(recovery) = recovery.filter(|r| r.unrecovered > 0) {
+            let _ = writeln!(
+                out,
+                "  {} of the {hit} partitions hit saw no acknowledged send afterwards (not in the recovery figures)",
+                recovery.unrecovered
+            );
+        }
+    }
+    out.push_str(
+        "split rows: the baseline, primaries that never move. \
+         low/med, high/med: the run's lowest and highest whole second over its median second. \
+         hit: partitions the faults hit; rec: ms from a move's first refusal (or the crash) to \
+         that partition's next acknowledged send. spared p99.9: sends started while the node \
+         was down to the partitions it neither led nor delays (the server's replica chain \
+         makes the commits of the node before it wait 250 ms for a prepare retransmit); '-' for \
+         the background producers, whose latencies are observed in call order.\n",
+    );
+    out
+}
+
 /// Warnings for rows whose stored count differs from the acknowledged count.
 pub fn warnings(rows: &[Row]) -> Vec<String> {
     rows.iter()
@@ -127,7 +239,9 @@ pub fn json(rows: &[Row], slow_commit_ms: Option<u64>) -> String {
                     "\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"p999_ms\":{:.3},",
                     "\"session_moves\":{},\"refusals\":{},\"acked_messages\":{},",
                     "\"sends\":{},\"failed_sends\":{},\"late_sends\":{},",
-                    "\"cut_off_sends\":{},\"wall_seconds\":{:.3},\"stored_ok\":{}}}"
+                    "\"cut_off_sends\":{},\"wall_seconds\":{:.3},\"stored_ok\":{},",
+                    "\"lowest_second_ratio\":{},\"highest_second_ratio\":{},",
+                    "\"spared_p999_ms\":{},\"recovery\":{},\"messages_per_100ms\":[{}]}}"
                 ),
                 row.load.name(),
                 row.client.name(),
@@ -145,6 +259,18 @@ pub fn json(rows: &[Row], slow_commit_ms: Option<u64>) -> String {
                 m.cut_off_sends,
                 m.wall.as_secs_f64(),
                 row.stored_matches(),
+                json_number(row.second_spread().map(|(low, _)| low)),
+                json_number(row.second_spread().map(|(_, high)| high)),
+                json_number(row.spared_p999_ms()),
+                row.recovery
+                    .as_ref()
+                    .map_or_else(|| "null".to_owned(), json_recovery),
+                m.timeline
+                    .messages_per_bucket()
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
             )
         })
         .collect();
@@ -152,6 +278,41 @@ pub fn json(rows: &[Row], slow_commit_ms: Option<u64>) -> String {
     format!(
         "{{\"slow_commit_ms\":{slow_commit_ms},\"results\":[{}]}}",
         entries.join(",")
+    )
+}
+
+fn json_number(value: Option<f64>) -> String {
+    value.map_or_else(|| "null".to_owned(), |value| format!("{value:.3}"))
+}
+
+fn json_recovery(recovery: &Recovery) -> String {
+    let faults: Vec<String> = recovery
+        .faults
+        .iter()
+        .map(|timed| {
+            format!(
+                "{{\"at_ms\":{:.1},\"fault\":\"{}\"}}",
+                timed.at.as_secs_f64() * 1_000.0,
+                timed.fault.label()
+            )
+        })
+        .collect();
+    let samples: Vec<String> = recovery
+        .samples
+        .iter()
+        .map(|sample| format!("{:.3}", sample.as_secs_f64() * 1_000.0))
+        .collect();
+    format!(
+        concat!(
+            "{{\"p50_ms\":{:.3},\"p99_ms\":{:.3},\"max_ms\":{:.3},\"unrecovered\":{},",
+            "\"samples_ms\":[{}],\"faults\":[{}]}}"
+        ),
+        recovery.ms(0.50),
+        recovery.ms(0.99),
+        recovery.max_ms(),
+        recovery.unrecovered,
+        samples.join(","),
+        faults.join(",")
     )
 }
 

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use iggy_route_mio::{Client, Identifier, Message, Partitioning};
 
 use super::Load;
-use super::load::{Measurement, Progress, batch_key, payload};
+use super::load::{Acked, Measurement, Progress, batch_key, payload};
 use super::producer::{BlockingSendPath, produce_blocking};
 
 /// Runs `load` on one OS thread per producer until its deadline, then waits for the sends
@@ -56,10 +56,13 @@ impl BlockingSendPath for MioSend<'_> {
         Ok((key, messages))
     }
 
-    fn send(&mut self, (key, messages): Self::Batch) -> Result<u64, String> {
+    fn send(&mut self, (key, messages): Self::Batch) -> Result<Acked, String> {
         self.client
             .send(self.stream.clone(), self.topic.clone(), key, messages)
-            .map(|receipt| u64::from(receipt.messages))
+            .map(|receipt| Acked {
+                messages: u64::from(receipt.messages),
+                partition: Some(receipt.partition_id),
+            })
             .map_err(|error| error.to_string())
     }
 }

@@ -7,7 +7,7 @@ use iggy_route_core::Config;
 use iggy_route_tokio::{Client, ClientError, Identifier, Message, Partitioning};
 
 use super::Load;
-use super::load::{Measurement, Progress, batch_key, payload};
+use super::load::{Acked, Measurement, Progress, batch_key, payload};
 use super::producer::{AsyncSendPath, produce_async};
 
 /// Runs `load` against `stream`/`topic` until its deadline, then waits for the sends in
@@ -58,12 +58,15 @@ impl AsyncSendPath for TokioSend {
         Ok((key, messages))
     }
 
-    async fn send(&mut self, (key, messages): Self::Batch) -> Result<u64, String> {
+    async fn send(&mut self, (key, messages): Self::Batch) -> Result<Acked, String> {
         let (stream, topic) = (self.stream.clone(), self.topic.clone());
         self.client
             .send(stream, topic, key, messages)
             .await
-            .map(|receipt| u64::from(receipt.messages))
+            .map(|receipt| Acked {
+                messages: u64::from(receipt.messages),
+                partition: Some(receipt.partition_id),
+            })
             .map_err(|error| error.to_string())
     }
 }

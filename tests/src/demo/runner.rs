@@ -4,12 +4,13 @@
 //! never queue behind the cluster's (and the embedded cluster plays a server, not a
 //! co-tenant of the client's executor).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iggy_route_core::wire::Identifier;
 use iggy_route_core::{Config, Credentials};
 use tokio::runtime::Runtime;
 
+use super::failover::{FaultPlan, Recovery, Timed, play, split_layout};
 use super::load::ProgressLine;
 use super::report::{RefusalSource, Row};
 use super::topology::EmbeddedCluster;
@@ -42,21 +43,110 @@ impl Runtimes {
     }
 }
 
+/// How the `moving` and `crash` scenarios move primaries.
+#[derive(Debug, Clone, Copy)]
+pub struct FaultSettings {
+    /// `moving`: one partition's primary moves this often.
+    pub move_every: Duration,
+    /// `crash`: the node that stops.
+    pub crash_node: usize,
+    /// `crash` on the embedded cluster: how long after the stop its partitions move (the
+    /// server's view change).
+    pub view_change: Duration,
+}
+
+/// How long before a faulted run's clock starts its clients get to connect: the faults
+/// and the producers then count from the same instant.
+const FAULTED_RUN_LEAD: Duration = Duration::from_millis(500);
+
+/// The plan of a faulted scenario on the embedded cluster (split layout at the start).
+fn embedded_plan(scenario: Scenario, load: &Load, faults: &FaultSettings) -> Option<FaultPlan> {
+    let mut primaries = split_layout();
+    match scenario {
+        Scenario::Moving => Some(FaultPlan::moving(
+            load.duration,
+            faults.move_every,
+            &mut primaries,
+        )),
+        Scenario::Crash => Some(FaultPlan::crash(
+            load.duration,
+            faults.crash_node,
+            Some(faults.view_change),
+            &primaries,
+        )),
+        Scenario::Single | Scenario::Split | Scenario::External => None,
+    }
+}
+
 /// Runs `client` in `scenario` on a fresh embedded cluster whose partition commits take
-/// `commit` each.
+/// `commit` each; the `moving` and `crash` scenarios play their faults during the load.
 pub fn run_embedded(
     runtimes: &Runtimes,
     client: ClientKind,
     scenario: Scenario,
     load: &Load,
     commit: Duration,
+    faults: &FaultSettings,
 ) -> Result<Row, String> {
     let cluster = runtimes
         .cluster
         .block_on(EmbeddedCluster::start(scenario, commit));
+    let plan = embedded_plan(scenario, load, faults);
+    let mut load = *load;
+    if let Some(plan) = &plan {
+        load.epoch = Some(Instant::now() + FAULTED_RUN_LEAD);
+        load.outage = plan.outage();
+    }
+    let (result, happened) = std::thread::scope(|scope| {
+        let player = plan.as_ref().zip(load.epoch).map(|(plan, epoch)| {
+            let (cluster, handle) = (&cluster, runtimes.cluster.handle());
+            scope.spawn(move || play(epoch, plan, |fault| cluster.apply(handle, fault)))
+        });
+        let result = run_embedded_load(runtimes, client, scenario, &load, &cluster);
+        // The player only panics on a bug in the demo.
+        let happened = player.map(|player| {
+            player
+                .join()
+                .unwrap_or_else(|_| panic!("fault player panicked"))
+        });
+        (result, happened)
+    });
+    let refusals = load
+        .epoch
+        .map(|epoch| cluster.refused_sends_since(epoch))
+        .unwrap_or_default();
+    let stored = cluster.stored_messages();
+    runtimes.cluster.block_on(cluster.shutdown());
+    result.map(|row| with_recovery(row, happened, &refusals, Some(stored)))
+}
+
+/// The row with its stored count and, for a faulted run, the recovery of every partition
+/// the faults hit.
+fn with_recovery(
+    row: Row,
+    happened: Option<Vec<Timed>>,
+    refusals: &[(Duration, u32)],
+    stored: Option<u64>,
+) -> Row {
+    let recovery =
+        happened.map(|faults| Recovery::measure(faults, refusals, &row.measurement.timeline));
+    Row {
+        stored_messages: stored,
+        recovery,
+        ..row
+    }
+}
+
+fn run_embedded_load(
+    runtimes: &Runtimes,
+    client: ClientKind,
+    scenario: Scenario,
+    load: &Load,
+    cluster: &EmbeddedCluster,
+) -> Result<Row, String> {
     let (stream, topic) = (cluster.stream, cluster.topic);
     let label = format!("{} {client} {scenario}", load.kind);
-    let result = match client {
+    match client {
         ClientKind::Sdk => runtimes.clients.block_on(async {
             let clients = sdk::connect(
                 &cluster.sdk_connection_string(load.sdk_nodelay),
@@ -80,6 +170,8 @@ pub fn run_embedded(
                 refusals: after.refusals - before.refusals,
                 refusals_source: RefusalSource::Cluster,
                 stored_messages: None,
+                recovery: None,
+                planned: load.duration,
             })
         }),
         ClientKind::RouteTokio
@@ -98,12 +190,81 @@ pub fn run_embedded(
             row.refusals_source = RefusalSource::Cluster;
             Ok(row)
         }
-    };
-    let stored = cluster.stored_messages();
-    runtimes.cluster.block_on(cluster.shutdown());
-    result.map(|row| Row {
-        stored_messages: Some(stored),
-        ..row
+    }
+}
+
+/// Which node leads each partition of the demo topic on a real cluster (created when
+/// absent): one message is sent to each partition by id, and the node that admits it is
+/// its primary (node `N` being the `N`th seed). The six messages are stored before the
+/// run's stored count is read.
+pub fn probe_primaries(
+    runtimes: &Runtimes,
+    config: &Config,
+    stream_name: &str,
+) -> Result<Vec<usize>, String> {
+    runtimes.clients.block_on(async {
+        let client = iggy_route_tokio::Client::connect(config.clone())
+            .await
+            .map_err(|error| format!("connect: {error}"))?;
+        let probed = async {
+            let (stream, topic) =
+                route_tokio::ensure_topic(&client, stream_name, TOPIC_NAME, PARTITIONS)
+                    .await
+                    .map_err(|error| format!("create {stream_name}/{TOPIC_NAME}: {error}"))?;
+            let mut primaries = Vec::new();
+            for partition in 0..PARTITIONS {
+                let receipt = client
+                    .send(
+                        Identifier::Numeric(stream),
+                        Identifier::Numeric(topic),
+                        iggy_route_tokio::Partitioning::PartitionId(partition),
+                        vec![iggy_route_tokio::Message {
+                            payload: bytes::Bytes::from_static(b"probe"),
+                            ..iggy_route_tokio::Message::default()
+                        }],
+                    )
+                    .await
+                    .map_err(|error| format!("probe partition {partition}: {error}"))?;
+                primaries.push(receipt.node.0 as usize);
+            }
+            Ok(primaries)
+        }
+        .await;
+        client.shutdown().await;
+        probed
+    })
+}
+
+/// [`run_external`] while `plan` is played with `apply` (a `crash` against a real
+/// cluster, through its control command).
+pub fn run_external_faulted(
+    runtimes: &Runtimes,
+    client: ClientKind,
+    config: Config,
+    stream_name: &str,
+    load: &Load,
+    plan: &FaultPlan,
+    apply: &(dyn Fn(&super::failover::Fault) + Sync),
+) -> Result<Row, String> {
+    let mut load = *load;
+    // A real cluster's clients connect in well under this, and so start with the faults.
+    let epoch = Instant::now() + FAULTED_RUN_LEAD * 4;
+    load.epoch = Some(epoch);
+    load.outage = plan.outage();
+    let (result, happened) = std::thread::scope(|scope| {
+        let player = scope.spawn(move || play(epoch, plan, apply));
+        let result = run_external(runtimes, client, config, stream_name, &load);
+        // The player only panics on a bug in the demo (or a failing control command).
+        let happened = player
+            .join()
+            .unwrap_or_else(|_| panic!("fault player panicked"));
+        (result, happened)
+    });
+    result.map(|row| {
+        let stored = row.stored_messages;
+        let mut row = with_recovery(row, Some(happened), &[], stored);
+        row.scenario = Scenario::Crash;
+        row
     })
 }
 
@@ -193,6 +354,8 @@ fn run_sdk_external(
             refusals: 0,
             refusals_source: RefusalSource::Unknown,
             stored_messages: None,
+            recovery: None,
+            planned: load.duration,
         })
     })
 }
@@ -203,11 +366,12 @@ fn run_sdk_external(
 fn run_route(
     runtimes: &Runtimes,
     client: ClientKind,
-    config: Config,
+    mut config: Config,
     (stream, topic): (u32, u32),
     load: &Load,
     label: String,
 ) -> Result<Row, String> {
+    config.follow_refusal_view = load.follow_refusal_view;
     let (stream, topic) = (Identifier::Numeric(stream), Identifier::Numeric(topic));
     let (measurement, before, after) = match client {
         ClientKind::RouteTokio | ClientKind::RouteTokioProducer => {
@@ -260,5 +424,7 @@ fn run_route(
         refusals: after.refusals - before.refusals,
         refusals_source: RefusalSource::Client,
         stored_messages: None,
+        recovery: None,
+        planned: load.duration,
     })
 }

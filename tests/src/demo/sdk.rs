@@ -9,9 +9,11 @@ use iggy::prelude::{
     Client as _, Identifier, IggyClient, IggyError, IggyMessage, MessageClient as _, Partitioning,
 };
 
-use super::Load;
-use super::load::{Measurement, Progress, batch_key, payload};
+use iggy_route_core::partitioning::resolve_partition;
+
+use super::load::{Acked, Measurement, Progress, batch_key, payload};
 use super::producer::{AsyncSendPath, produce_async};
+use super::{Load, PARTITIONS};
 
 /// Connects and signs in `count` clients through the node of `connection_string` (the
 /// 0.11.0 SDK takes one address).
@@ -63,23 +65,30 @@ struct SdkSend {
 }
 
 impl AsyncSendPath for SdkSend {
-    type Batch = (Partitioning, Vec<IggyMessage>);
+    /// The key, the messages, and the partition the key hashes to.
+    type Batch = (Partitioning, Vec<IggyMessage>, Option<u32>);
 
     fn prepare(&mut self, send: u64) -> Result<Self::Batch, String> {
         let messages = (0..self.messages)
             .map(|_| IggyMessage::builder().payload(self.payload.clone()).build())
             .collect::<Result<Vec<_>, IggyError>>()
             .map_err(|error| error.to_string())?;
-        let key = Partitioning::messages_key_u64(batch_key(self.producer, send));
-        Ok((key, messages))
+        let value = batch_key(self.producer, send);
+        let key = Partitioning::messages_key_u64(value);
+        // The SDK reports no partition: the key tells it, hashed as the server does.
+        let partition = resolve_partition(&value.to_le_bytes(), PARTITIONS);
+        Ok((key, messages, partition))
     }
 
-    async fn send(&mut self, (key, mut messages): Self::Batch) -> Result<u64, String> {
+    async fn send(&mut self, (key, mut messages, partition): Self::Batch) -> Result<Acked, String> {
         let count = messages.len() as u64;
         self.client
             .send_messages(&self.stream, &self.topic, &key, &mut messages)
             .await
-            .map(|_response| count)
+            .map(|_response| Acked {
+                messages: count,
+                partition,
+            })
             .map_err(|error| error.to_string())
     }
 

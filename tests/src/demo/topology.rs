@@ -1,10 +1,11 @@
 //! The embedded cluster of one run: a fresh 3-node loopback cluster with the demo topic,
 //! its primaries placed for the scenario, and the counters the report reads from it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cluster::{ClusterConfig, Lag, Lookup, TestCluster};
 
+use super::failover::Fault;
 use super::{NODES, PARTITIONS, STREAM_NAME, Scenario, TOPIC_NAME};
 
 /// The node that is the metadata leader in every embedded scenario, and where clients
@@ -49,7 +50,7 @@ impl EmbeddedCluster {
         let (stream, topic) = cluster.create_stream_and_topic(STREAM_NAME, TOPIC_NAME, PARTITIONS);
         for partition in 0..PARTITIONS {
             let primary = match scenario {
-                Scenario::Split => partition as usize % NODES,
+                Scenario::Split | Scenario::Moving | Scenario::Crash => partition as usize % NODES,
                 Scenario::Single | Scenario::External => SESSION_NODE,
             };
             cluster.set_primary(stream, topic, partition, primary);
@@ -94,6 +95,36 @@ impl EmbeddedCluster {
                 .topic(Lookup::Id(stream), Lookup::Id(topic))
                 .map_or(0, |found| found.messages_count())
         })
+    }
+
+    /// Applies one fault of a `moving` or `crash` plan (from a thread outside the cluster's
+    /// runtime, whose handle is `runtime`).
+    pub fn apply(&self, runtime: &tokio::runtime::Handle, fault: &Fault) {
+        let (stream, topic) = (self.stream, self.topic);
+        match fault {
+            Fault::Move { partition, to, .. } => {
+                self.cluster.set_primary(stream, topic, *partition, *to);
+            }
+            Fault::Crash { node, .. } => runtime.block_on(self.cluster.stop_node(*node)),
+            Fault::ViewChange { moves } => {
+                for &(partition, to) in moves {
+                    self.cluster.set_primary(stream, topic, partition, to);
+                }
+            }
+            Fault::Restart { node } => runtime.block_on(self.cluster.restart_node(*node)),
+        }
+    }
+
+    /// The sends to the demo topic refused by a node that was not the partition's
+    /// primary, as offsets from `epoch` (refusals before it are left out) with the
+    /// partition id.
+    pub fn refused_sends_since(&self, epoch: Instant) -> Vec<(Duration, u32)> {
+        self.cluster
+            .refused_sends(self.stream, self.topic)
+            .into_iter()
+            .filter(|(at, _)| *at >= epoch)
+            .map(|(at, partition)| (at.duration_since(epoch), partition))
+            .collect()
     }
 
     /// Stops every node and waits for its tasks (call on the runtime it started on).
