@@ -106,8 +106,12 @@ fn garbage_sign_in(adapter: Adapter) {
         "{:?}",
         started.elapsed()
     );
+    // A dial made just before the give-up may be accepted by the node's thread a little
+    // later on a loaded machine (seen in the full suite on 2 cores): let those land, then
+    // no dial may follow.
+    std::thread::sleep(Duration::from_millis(150));
     let accepted = node.accepted();
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(200));
     assert_eq!(
         node.accepted().len(),
         accepted.len(),
