@@ -150,13 +150,25 @@ impl RealCluster {
     /// # Panics
     /// If there is no control command or it fails.
     pub fn ctl(&self, action: &str, node: usize) {
+        if let Err(error) = self.try_ctl(action, node) {
+            panic!("{error}");
+        }
+    }
+
+    /// [`Self::ctl`], with a failure returned (the demo reports it and goes on: a real
+    /// node may fail to come back, as one did with a corrupt journal after a `kill`).
+    pub fn try_ctl(&self, action: &str, node: usize) -> Result<(), String> {
         let Some(ctl) = &self.ctl else {
-            panic!("no IGGY_ROUTE_REAL_CLUSTER_CTL to {action} node {node}");
+            return Err(format!("no control command to {action} node {node}"));
         };
         let status = ctl_command(ctl, &format!("{action} {node}"))
             .status()
-            .unwrap_or_else(|error| panic!("run {ctl}: {error}"));
-        assert!(status.success(), "{ctl} {action} {node}: {status}");
+            .map_err(|error| format!("run {ctl}: {error}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("{ctl} {action} {node}: {status}"))
+        }
     }
 
     /// Kills `node`, waits out the election, starts it again and waits for it to rejoin:

@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Parser;
 use iggy_route_core::{Config, Credentials};
 use iggy_route_tests::demo::chart;
-use iggy_route_tests::demo::failover::{Fault, FaultPlan};
+use iggy_route_tests::demo::failover::{self, Fault, FaultPlan};
 use iggy_route_tests::demo::report::{self, RefusalSource, Row};
 use iggy_route_tests::demo::runner::{self, FaultSettings, Runtimes};
 use iggy_route_tests::demo::{
@@ -74,7 +74,9 @@ struct Args {
     #[arg(long, value_name = "MS", default_value_t = 1_000)]
     move_every_ms: u64,
     /// `crash`: the node that stops a quarter into the run and comes back three quarters
-    /// in (node 0 holds the clients' sessions on the embedded cluster).
+    /// in (node 0 holds the clients' sessions). On a real cluster, when an earlier run's
+    /// crash moved its partitions away, the node other than the first seed that leads the
+    /// most is stopped instead.
     #[arg(long, value_name = "N", default_value_t = 1)]
     crash_node: usize,
     /// `crash` on the embedded cluster: how long after the stop the node's partitions move
@@ -219,6 +221,14 @@ fn write_results(out: &Path, json: &str, rows: &[Row]) {
     }
 }
 
+/// A control command that failed is said on stderr; the run goes on (its row shows what
+/// the clients made of it).
+fn report_ctl(result: Result<(), String>) {
+    if let Err(error) = result {
+        eprintln!("control command failed: {error}");
+    }
+}
+
 /// `batch100 (100 messages per send), single-message (1 message per send)`.
 fn describe_loads(loads: &[LoadKind]) -> String {
     let described: Vec<String> = loads
@@ -359,14 +369,12 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
                         continue;
                     }
                 };
-                println!(
-                    "primaries before the crash of node {}: {primaries:?}",
-                    args.crash_node
-                );
-                let plan = FaultPlan::crash(load.duration, args.crash_node, None, &primaries);
+                let node = failover::crash_target(args.crash_node, 0, &primaries);
+                println!("primaries before the crash of node {node}: {primaries:?}");
+                let plan = FaultPlan::crash(load.duration, node, None, &primaries);
                 let apply = |fault: &Fault| match fault {
-                    Fault::Crash { node, .. } => real.ctl("kill", *node),
-                    Fault::Restart { node } => real.ctl("start", *node),
+                    Fault::Crash { node, .. } => report_ctl(real.try_ctl("kill", *node)),
+                    Fault::Restart { node } => report_ctl(real.try_ctl("start", *node)),
                     Fault::Move { .. } | Fault::ViewChange { .. } => {}
                 };
                 runner::run_external_faulted(
@@ -388,9 +396,8 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
             if crash {
                 // The restarted node rejoins before the next client's run starts.
                 println!(
-                    "waiting {} s for node {} to rejoin...",
-                    REJOIN_WAIT.as_secs(),
-                    args.crash_node
+                    "waiting {} s for the restarted node to rejoin...",
+                    REJOIN_WAIT.as_secs()
                 );
                 std::thread::sleep(REJOIN_WAIT);
             }

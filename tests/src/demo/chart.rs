@@ -97,7 +97,7 @@ where
         for timed in &recovery.faults {
             let at = timed.at.as_secs_f64();
             let colour = match timed.fault {
-                Fault::Move { .. } => RGBColor(190, 190, 190),
+                Fault::Move { .. } => RGBColor(255, 127, 14),
                 Fault::Crash { .. } => RGBColor(214, 39, 40),
                 Fault::ViewChange { .. } => RGBColor(255, 127, 14),
                 Fault::Restart { .. } => RGBColor(44, 160, 44),
@@ -106,13 +106,23 @@ where
                 vec![(at, 0.0), (at, top)],
                 colour.stroke_width(1),
             )))?;
-            if !matches!(timed.fault, Fault::Move { .. }) {
-                chart.draw_series(std::iter::once(Text::new(
-                    timed.fault.label(),
-                    (at, top * 0.97),
-                    ("sans-serif", 13).into_font().color(&colour),
-                )))?;
-            }
+            // A move is labelled with its partition and nodes only, so nine fit.
+            let label = match &timed.fault {
+                Fault::Move {
+                    partition,
+                    from,
+                    to,
+                } => format!("p{partition} {from}>{to}"),
+                other
+                @ (Fault::Crash { .. } | Fault::ViewChange { .. } | Fault::Restart { .. }) => {
+                    other.label()
+                }
+            };
+            chart.draw_series(std::iter::once(Text::new(
+                label,
+                (at, top * 0.97),
+                ("sans-serif", 13).into_font().color(&colour),
+            )))?;
         }
     }
     for (index, (row, points)) in rows.iter().zip(series).enumerate() {
@@ -143,7 +153,7 @@ where
         .iter()
         .map(|row| {
             let mut counts = vec![0u32; bins];
-            if let Some(recovery) = &row.recovery {
+            if let Some(recovery) = row.shown_recovery() {
                 for sample in &recovery.samples {
                     let ms = sample.as_secs_f64() * 1_000.0;
                     let bin = RECOVERY_BINS_MS
@@ -172,7 +182,14 @@ where
         .x_labels(bins)
         .x_label_formatter(&|x| bin_label(*x))
         .y_desc("partitions")
-        .y_label_formatter(&|count| format!("{count:.0}"))
+        .y_labels(usize::try_from(top).unwrap_or(10).min(10) + 1)
+        .y_label_formatter(&|count| {
+            if (count - count.round()).abs() < 1e-6 {
+                format!("{count:.0}")
+            } else {
+                String::new()
+            }
+        })
         .draw()?;
     let width = 0.8 / rows.len().max(1) as f64;
     for (index, (row, counts)) in rows.iter().zip(&counts).enumerate() {

@@ -183,6 +183,21 @@ impl FaultPlan {
     }
 }
 
+/// The node a crash on a real cluster stops: `preferred` when it leads a partition;
+/// otherwise (an earlier crash moved its partitions away) the node other than `spared` (the
+/// clients' first seed, which holds their sessions) that leads the most, so that every
+/// client's run stops a node with partitions to move.
+pub fn crash_target(preferred: usize, spared: usize, primaries: &[usize]) -> usize {
+    let leads = |node: usize| primaries.iter().filter(|&&p| p == node).count();
+    if leads(preferred) > 0 {
+        return preferred;
+    }
+    (0..NODES)
+        .filter(|&node| node != spared && leads(node) > 0)
+        .max_by_key(|&node| (leads(node), std::cmp::Reverse(node)))
+        .unwrap_or(preferred)
+}
+
 /// Plays `plan` from `epoch`: sleeps until each fault's instant, applies it with `apply`,
 /// and returns each fault with the offset at which it was in force (after `apply`
 /// returned: a crash is in force once the node's links are cut, and replies it wrote
@@ -318,6 +333,18 @@ mod tests {
         );
         assert_eq!(primaries, vec![2, 2, 0, 1, 2, 0]);
         assert!(plan.outage().is_none());
+    }
+
+    #[test]
+    fn a_real_crash_stops_a_node_that_leads_partitions_and_spares_the_first_seed() {
+        assert_eq!(crash_target(1, 0, &[2, 2, 1, 1, 0, 0]), 1);
+        assert_eq!(crash_target(1, 0, &[2, 2, 2, 2, 0, 0]), 2);
+        assert_eq!(
+            crash_target(1, 0, &[0, 0, 0, 0, 0, 0]),
+            1,
+            "nothing to move: as asked"
+        );
+        assert_eq!(crash_target(2, 0, &[1, 0, 0, 0, 0, 0]), 1);
     }
 
     #[test]
