@@ -7,41 +7,18 @@ mod support;
 
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, RouteAnswer, Routing, Target};
-use iggy_route_core::{NodeId, RequestId};
+use iggy_route_core::{Config, NodeId, RequestId};
 use support::*;
 
 /// Partition 0 led by node 0, the roster nodes 0-2, a send to partition 0 in flight to
 /// node 0.
 fn in_flight_to_node0(follow: bool) -> (std::time::Instant, Routing, RequestId) {
     let t0 = origin();
-    let mut routing = if follow {
-        warmed(t0, 1, &[(0, 0)])
-    } else {
-        let mut config = config();
-        config.follow_refusal_view = false;
-        let mut routing = Routing::new(config, 7, t0);
-        let id = routing
-            .admit(t0, send(Partitioning::PartitionId(0)))
-            .unwrap();
-        routing.handle_topic(
-            t0,
-            &topic(),
-            iggy_route_core::routing::TopicAnswer::Found {
-                partitions_count: 1,
-            },
-        );
-        routing.handle_route(
-            t0,
-            &partition(0),
-            RouteAnswer::Primary {
-                node: NodeId(0),
-                watermark: 0,
-            },
-        );
-        routing.handle_result(t0, id, Target::Node(NodeId(0)), sent(0));
-        drain(&mut routing);
-        routing
+    let config = Config {
+        follow_refusal_view: follow,
+        ..config()
     };
+    let mut routing = warmed_with(config, t0, 1, &[(0, 0)]);
     routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
     drain(&mut routing);
     let id = routing

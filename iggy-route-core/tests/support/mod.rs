@@ -106,7 +106,17 @@ pub fn drain(routing: &mut Routing) -> Vec<String> {
 /// A routing layer that knows topic 1/1 has `partitions` partitions and, where given, the
 /// primary of each partition.
 pub fn warmed(t0: Instant, partitions: u32, primaries: &[(u32, u32)]) -> Routing {
-    let mut routing = Routing::new(config(), 7, t0);
+    warmed_with(config(), t0, partitions, primaries)
+}
+
+/// [`warmed`] with `config` instead of the tests' default.
+pub fn warmed_with(
+    config: Config,
+    t0: Instant,
+    partitions: u32,
+    primaries: &[(u32, u32)],
+) -> Routing {
+    let mut routing = Routing::new(config, 7, t0);
     for &(p, node) in primaries {
         let id = routing
             .admit(t0, send(Partitioning::PartitionId(p)))
