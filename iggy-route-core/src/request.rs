@@ -1,6 +1,9 @@
 //! What the caller asks for, what it gets back, and the typed ways either can fail.
 
+use std::fmt;
 use std::time::Duration;
+
+use bytes::Bytes;
 
 use crate::ids::{NodeId, PartitionKey};
 use crate::partitioning::Partitioning;
@@ -21,6 +24,8 @@ pub enum Request {
     StoreOffset(StoreOffsetRequest),
     /// A metadata command or read.
     Admin(AdminRequest),
+    /// Any other command of the protocol, encoded by its caller (see [`CommandRequest`]).
+    Command(CommandRequest),
 }
 
 /// Largest payload of one message (`iggy_message.rs`, protocol §1.10).
@@ -73,6 +78,7 @@ impl Request {
                     + wire::BATCH_HEADER_SIZE
                     + frames
             }
+            Request::Command(command) => command.body.len(),
             Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => 0,
         };
         let size = HEADER_SIZE.saturating_add(body_len);
@@ -131,6 +137,63 @@ pub struct StoreOffsetRequest {
     pub partition_id: u32,
     /// The offset.
     pub offset: u64,
+}
+
+/// A command the router carries without reading it: its code, its body as the wire carries
+/// it (encoded by the caller, usually a [`Call`](crate::client::Call) constructor), and the
+/// plane that decides which node serves it. Its reply comes back as a [`ReplyPayload`] for
+/// the caller to decode. Every command of the protocol beyond sends, polls, offset stores
+/// and the creates and reads routing itself depends on goes this way, so adding one takes
+/// a codec and a constructor, and no change to routing.
+#[derive(Clone)]
+pub struct CommandRequest {
+    /// The command code (protocol §1.7); the header's operation follows from it.
+    pub code: u32,
+    /// The encoded body.
+    pub body: Bytes,
+    /// Where it goes.
+    pub plane: Plane,
+}
+
+// By hand: a body may hold a password or a token (`CREATE_USER`, `CHANGE_PASSWORD`), and
+// `Debug` output reaches logs.
+impl fmt::Debug for CommandRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CommandRequest")
+            .field("code", &self.code)
+            .field("body_len", &self.body.len())
+            .field("plane", &self.plane)
+            .finish()
+    }
+}
+
+/// Which node serves a command, by the plane of the cluster it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Plane {
+    /// A read of cluster metadata (streams, topics, users, tokens, clients, stats): the
+    /// coordinator serves it, except for a while after one of our own metadata writes,
+    /// when the metadata leader does (a follower may not have applied the write yet, and a
+    /// list read cannot tell).
+    MetadataRead,
+    /// A replicated metadata write: the metadata leader, over a data link (the session
+    /// never moves for it).
+    MetadataWrite,
+    /// About the session itself (`PING`, `GET_ME`): the coordinator, which holds it.
+    Session,
+    /// On one partition: its primary, where its writes are admitted and its reads are
+    /// as fresh as our own writes.
+    Partition {
+        /// The stream.
+        stream: Identifier,
+        /// The topic.
+        topic: Identifier,
+        /// The partition.
+        partition: u32,
+        /// Whether it changes state (an attempt whose outcome is unknown is then not
+        /// written again).
+        write: bool,
+    },
 }
 
 /// Metadata commands (sent to the metadata leader) and reads (served by the coordinator).
@@ -203,6 +266,20 @@ pub enum Reply {
     Topic(Option<TopicDetails>),
     /// Partitions were added.
     PartitionsCreated,
+    /// The payload answering a [`Request::Command`], for its caller to decode.
+    Payload(ReplyPayload),
+}
+
+/// The payload of a reply to a [`Request::Command`] (after any result section). Its `Debug`
+/// shows only its length: a reply may carry a secret (`CREATE_PERSONAL_ACCESS_TOKEN`
+/// answers with the token).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ReplyPayload(pub Bytes);
+
+impl fmt::Debug for ReplyPayload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ReplyPayload({} bytes)", self.0.len())
+    }
 }
 
 /// Where a batch went.

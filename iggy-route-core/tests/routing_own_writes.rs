@@ -226,7 +226,7 @@ fn a_topic_read_as_absent_soon_after_our_write_is_read_again_and_believed_only_l
 }
 
 #[test]
-fn the_callers_own_read_after_its_create_is_asked_again_while_it_reads_absent() {
+fn the_callers_own_read_after_its_create_is_served_by_the_leader_that_committed_it() {
     let (t0, mut routing) = with_leader();
     let create = AdminRequest::CreateStream {
         name: Name::new("orders").unwrap(),
@@ -241,10 +241,77 @@ fn the_callers_own_read_after_its_create_is_asked_again_while_it_reads_absent() 
             }),
         )
         .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {read} -> node0")]);
+    // The leader applied the write before answering it: its "absent" is believed.
+    routing.handle_result(
+        t0,
+        read,
+        Target::Node(NodeId(0)),
+        Attempt::Done(Served::from(Reply::Stream(None))),
+    );
+    assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
+    // Without a write of ours in the last second, the coordinator answers, and "absent"
+    // is final at once.
+    let later = t0 + std::time::Duration::from_secs(2);
+    let read = routing
+        .admit(
+            later,
+            Request::Admin(AdminRequest::GetStream {
+                stream: named("nothing"),
+            }),
+        )
+        .unwrap();
     assert_eq!(
         drain(&mut routing),
         [format!("write {read} -> coordinator")]
     );
+    routing.handle_result(
+        later,
+        read,
+        Target::Coordinator,
+        Attempt::Done(Served::from(Reply::Stream(None))),
+    );
+    assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
+}
+
+#[test]
+fn a_read_sent_while_our_create_was_in_flight_is_asked_again_while_it_reads_absent() {
+    let (t0, mut routing) = with_leader();
+    let create = routing
+        .admit(
+            t0,
+            Request::Admin(AdminRequest::CreateStream {
+                name: Name::new("orders").unwrap(),
+            }),
+        )
+        .unwrap();
+    let mut decisions = drain(&mut routing);
+    if decisions == ["fetch roster"] {
+        routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+        decisions = drain(&mut routing);
+    }
+    assert_eq!(decisions, [format!("write {create} -> node0")]);
+    // Submitted before the create succeeded: the coordinator serves it.
+    let read = routing
+        .admit(
+            t0,
+            Request::Admin(AdminRequest::GetStream {
+                stream: named("orders"),
+            }),
+        )
+        .unwrap();
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {read} -> coordinator")]
+    );
+    routing.handle_result(
+        t0,
+        create,
+        Target::Node(NodeId(0)),
+        Attempt::Done(Served::from(created_stream(3, "orders"))),
+    );
+    assert_eq!(drain(&mut routing), [format!("completed {create} ok")]);
+    // The coordinator had not applied it yet: asked again, not believed.
     routing.handle_result(
         t0,
         read,
@@ -263,24 +330,6 @@ fn the_callers_own_read_after_its_create_is_asked_again_while_it_reads_absent() 
         read,
         Target::Coordinator,
         Attempt::Done(Served::from(created_stream(3, "orders"))),
-    );
-    assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
-    // Without a write of ours in the last second, "absent" is final at once.
-    let later = t0 + std::time::Duration::from_secs(2);
-    let read = routing
-        .admit(
-            later,
-            Request::Admin(AdminRequest::GetStream {
-                stream: named("nothing"),
-            }),
-        )
-        .unwrap();
-    drain(&mut routing);
-    routing.handle_result(
-        later,
-        read,
-        Target::Coordinator,
-        Attempt::Done(Served::from(Reply::Stream(None))),
     );
     assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
 }

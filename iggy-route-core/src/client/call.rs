@@ -5,14 +5,17 @@
 
 use std::fmt;
 
+use bytes::Bytes;
+
 use super::{ClientError, identifier, stamp_origin_timestamps};
 use crate::partitioning::Partitioning;
 use crate::wire::{
     Consumer, Identifier, Message, Name, PollMessagesReply, PollingStrategy, StreamDetails,
-    TopicDetails,
+    TopicDetails, WireError,
 };
 use crate::{
-    AdminRequest, PollRequest, Reply, Request, SendReceipt, SendRequest, StoreOffsetRequest,
+    AdminRequest, CommandRequest, Plane, PollRequest, Reply, ReplyPayload, Request, RequestError,
+    SendReceipt, SendRequest, StoreOffsetRequest,
 };
 
 /// A request and how to read its reply as `T`. An adapter submits `request` over its
@@ -30,15 +33,30 @@ pub struct Call<T> {
 #[must_use]
 pub struct ExpectedReply<T> {
     operation: &'static str,
-    extract: fn(Reply) -> Option<T>,
+    extract: Extract<T>,
+}
+
+/// How a reply becomes the operation's value.
+enum Extract<T> {
+    /// From a typed reply the router decoded (sends, polls, the creates routing learns from).
+    Typed(fn(Reply) -> Option<T>),
+    /// From the payload of a [`Request::Command`], decoded here.
+    Payload(fn(&[u8]) -> Result<T, WireError>),
 }
 
 impl<T> ExpectedReply<T> {
-    /// The value of `reply`, or `UnexpectedReply` when it is of another kind.
+    /// The value of `reply`: `UnexpectedReply` when it is of another kind, `Malformed`
+    /// when a command's payload does not decode as its reply.
     pub fn extract(self, reply: Reply) -> Result<T, ClientError> {
-        (self.extract)(reply).ok_or(ClientError::UnexpectedReply {
+        let unexpected = ClientError::UnexpectedReply {
             operation: self.operation,
-        })
+        };
+        match (self.extract, reply) {
+            (Extract::Typed(extract), reply) => extract(reply).ok_or(unexpected),
+            (Extract::Payload(decode), Reply::Payload(ReplyPayload(payload))) => decode(&payload)
+                .map_err(|error| ClientError::Request(RequestError::Malformed(error))),
+            (Extract::Payload(_), _) => Err(unexpected),
+        }
     }
 
     /// The operation's name, as errors show it.
@@ -60,7 +78,29 @@ impl<T> Call<T> {
     fn new(request: Request, operation: &'static str, extract: fn(Reply) -> Option<T>) -> Self {
         Self {
             request,
-            reply: ExpectedReply { operation, extract },
+            reply: ExpectedReply {
+                operation,
+                extract: Extract::Typed(extract),
+            },
+        }
+    }
+
+    /// A command the router carries as it is: `body` is sent under `code` to the node
+    /// `plane` names, and the reply's payload is read with `decode`. Every operation beyond
+    /// sends, polls, offset stores and the creates routing learns from is built this way.
+    pub fn command(
+        operation: &'static str,
+        code: u32,
+        body: Bytes,
+        plane: Plane,
+        decode: fn(&[u8]) -> Result<T, WireError>,
+    ) -> Self {
+        Self {
+            request: Request::Command(CommandRequest { code, body, plane }),
+            reply: ExpectedReply {
+                operation,
+                extract: Extract::Payload(decode),
+            },
         }
     }
 

@@ -73,7 +73,7 @@ impl Encoded {
 pub(crate) fn message_count(request: &Request) -> u32 {
     match request {
         Request::Send(send) => u32::try_from(send.messages.len()).unwrap_or(u32::MAX),
-        Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => 0,
+        Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) | Request::Command(_) => 0,
     }
 }
 
@@ -88,7 +88,9 @@ pub(crate) fn encode_sends<'a>(
     out.put_bytes(0, HEADER_SIZE);
     let parts = sends.filter_map(|request| match request {
         Request::Send(send) => Some(send),
-        Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => None,
+        Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) | Request::Command(_) => {
+            None
+        }
     });
     if let Some(first) = parts.clone().next() {
         SendMessagesRequest::encode_parts(
@@ -145,6 +147,10 @@ pub(crate) fn encode(request: &Request, partition: Option<u32>, primary_gated: b
             code::STORE_CONSUMER_OFFSET
         }
         Request::Admin(admin) => encode_admin(admin, &mut out),
+        Request::Command(command) => {
+            out.put_slice(&command.body);
+            command.code
+        }
     };
     Encoded {
         operation: Operation::for_code(code),

@@ -10,7 +10,7 @@ use super::link::{Attachment, InFlight, Job};
 use super::{CoordJob, Output, Router};
 use crate::event::{Event, LinkRole, ProtocolViolation};
 use crate::ids::{LinkId, NodeId, RequestId};
-use crate::request::{AdminRequest, Reply, Request, RequestError, SendReceipt};
+use crate::request::{AdminRequest, Reply, ReplyPayload, Request, RequestError, SendReceipt};
 use crate::routing::{Attempt, RouteAnswer, Target, TopicAnswer};
 use crate::wire::LoginRegisterReply;
 use crate::wire::{
@@ -612,6 +612,8 @@ fn decode_reply(
             }
             AdminRequest::CreatePartitions { .. } => Reply::PartitionsCreated,
         },
+        // Decoded by the caller, who knows the command's reply type.
+        Request::Command(_) => Reply::Payload(ReplyPayload(payload)),
     };
     Ok(reply)
 }

@@ -11,7 +11,7 @@ use super::link::{Attachment, InFlight, Job, Link, LinkState, Sealed};
 use super::{CoordJob, Output, Router, encode};
 use crate::event::LinkRole;
 use crate::ids::{LinkId, NodeId, RequestId};
-use crate::request::Request;
+use crate::request::{CommandRequest, Plane, Request};
 use crate::routing::{Attempt, Decision, Target};
 use crate::wire::{ConsumerSession, Operation, code};
 
@@ -282,8 +282,16 @@ impl Router {
         let routed = matches!(target, Target::Node(_))
             && self.routing_supported()
             && !matches!(&entry.request, Request::Poll(poll) if !poll.auto_commit);
-        let needs_attach =
-            routed && matches!(entry.request, Request::Poll(_) | Request::StoreOffset(_));
+        let needs_attach = routed
+            && matches!(
+                &entry.request,
+                Request::Poll(_)
+                    | Request::StoreOffset(_)
+                    | Request::Command(CommandRequest {
+                        plane: Plane::Partition { .. },
+                        ..
+                    })
+            );
         if needs_attach {
             let Some((client_id, session)) = self.coordinator.identity else {
                 self.unsent.push((request, target));

@@ -4,7 +4,7 @@
 
 use crate::ids::TopicKey;
 use crate::partitioning::{Partitioning, hash_key};
-use crate::request::{AdminRequest, Reply, Request};
+use crate::request::{AdminRequest, Plane, Reply, Request};
 use crate::wire::{Identifier, Message, Name};
 
 /// Everything routing needs of one request.
@@ -46,6 +46,14 @@ pub enum RequestKind {
     MetadataRead,
     /// A metadata write, on the metadata leader; what it teaches us once it succeeds.
     MetadataWrite(OwnWrite),
+    /// A read about the session itself (`PING`, `GET_ME`): the coordinator holds it.
+    SessionRead,
+    /// A command on one partition's plane other than sends, polls and offset stores
+    /// (offset reads and deletes, flushes, segment deletes): on the partition's primary.
+    PartitionCommand {
+        /// Whether it changes state on the server.
+        write: bool,
+    },
 }
 
 /// One of our own metadata writes, as far as its success teaches routing something.
@@ -65,6 +73,9 @@ pub enum OwnWrite {
         /// How many were added.
         count: u32,
     },
+    /// Any other metadata write (updates, deletes, purges, users, tokens): it teaches
+    /// routing nothing beyond the watermark its reply moves.
+    Other,
 }
 
 /// How a request's partition is chosen (0.11.0 SDK rules, protocol §4.3).
@@ -103,7 +114,8 @@ impl RequestKind {
         match self {
             Self::Send | Self::StoreOffset | Self::MetadataWrite(_) => true,
             Self::Poll { auto_commit } => *auto_commit,
-            Self::MetadataRead => false,
+            Self::PartitionCommand { write } => *write,
+            Self::MetadataRead | Self::SessionRead => false,
         }
     }
 }
@@ -155,6 +167,7 @@ impl Request {
                 choice: PartitionChoice::None,
                 batch: None,
             },
+            Request::Command(command) => command_facts(&command.plane),
         }
     }
 }
@@ -179,6 +192,37 @@ fn admin_kind(admin: &AdminRequest) -> RequestKind {
             count: *partitions_count,
         }),
         AdminRequest::GetStream { .. } | AdminRequest::GetTopic { .. } => RequestKind::MetadataRead,
+    }
+}
+
+fn command_facts(plane: &Plane) -> RequestFacts {
+    let (kind, topic, choice) = match plane {
+        Plane::MetadataRead => (RequestKind::MetadataRead, None, PartitionChoice::None),
+        Plane::MetadataWrite => (
+            RequestKind::MetadataWrite(OwnWrite::Other),
+            None,
+            PartitionChoice::None,
+        ),
+        Plane::Session => (RequestKind::SessionRead, None, PartitionChoice::None),
+        Plane::Partition {
+            stream,
+            topic,
+            partition,
+            write,
+        } => (
+            RequestKind::PartitionCommand { write: *write },
+            Some(TopicKey {
+                stream: stream.clone(),
+                topic: topic.clone(),
+            }),
+            PartitionChoice::Explicit(*partition),
+        ),
+    };
+    RequestFacts {
+        kind,
+        topic,
+        choice,
+        batch: None,
     }
 }
 
@@ -227,7 +271,8 @@ impl Reply {
             | Reply::Polled(_)
             | Reply::OffsetStored
             | Reply::Stream(Some(_))
-            | Reply::PartitionsCreated => Served::Plain,
+            | Reply::PartitionsCreated
+            | Reply::Payload(_) => Served::Plain,
         }
     }
 }

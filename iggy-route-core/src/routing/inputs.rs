@@ -82,6 +82,8 @@ impl Routing {
                     RequestKind::StoreOffset => true,
                     kind @ (RequestKind::Poll { .. }
                     | RequestKind::MetadataRead
+                    | RequestKind::SessionRead
+                    | RequestKind::PartitionCommand { .. }
                     | RequestKind::MetadataWrite(_)) => !kind.is_write(),
                 };
                 if retry {

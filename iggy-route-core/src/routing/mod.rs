@@ -170,9 +170,21 @@ impl Routing {
             {
                 Place::Topic(topic.clone())
             }
+            (RequestKind::PartitionCommand { .. }, Some(topic)) => Place::Topic(topic.clone()),
             (RequestKind::MetadataWrite(_), _) => Place::Lane(LaneKey::MetadataLeader),
-            (RequestKind::Send | RequestKind::StoreOffset, None)
-            | (RequestKind::Poll { .. } | RequestKind::MetadataRead, _) => Place::Coordinator,
+            // Shortly after our own metadata write a follower may not have applied it, and a
+            // list read cannot tell: the leader, which committed it, answers instead.
+            (RequestKind::MetadataRead, _) if self.own_write_unsettled(now) => {
+                Place::Lane(LaneKey::MetadataLeader)
+            }
+            (
+                RequestKind::Send | RequestKind::StoreOffset | RequestKind::PartitionCommand { .. },
+                None,
+            )
+            | (
+                RequestKind::Poll { .. } | RequestKind::MetadataRead | RequestKind::SessionRead,
+                _,
+            ) => Place::Coordinator,
         };
         self.check_room(&place, &facts)?;
         let id = RequestId(self.next_request);
@@ -476,11 +488,21 @@ impl Routing {
             RequestKind::Poll { auto_commit } => {
                 !auto_commit || self.routing_commands == RoutingCommands::Unsupported
             }
+            // A backup answers a read of the partition without refusing it.
+            RequestKind::PartitionCommand { write } => !write,
             RequestKind::Send
             | RequestKind::StoreOffset
             | RequestKind::MetadataRead
+            | RequestKind::SessionRead
             | RequestKind::MetadataWrite(_) => false,
         }
+    }
+
+    /// Whether one of our own metadata writes succeeded less than `own_write_settle` ago.
+    fn own_write_unsettled(&self, now: Instant) -> bool {
+        self.own_write_at
+            .and_then(|at| at.checked_add(self.config.own_write_settle))
+            .is_some_and(|settled| now < settled)
     }
 
     /// Whether an answer of "absent" at `now` may predate one of our own metadata writes

@@ -1,0 +1,239 @@
+//! Scenario tests of the routing layer for commands carried as they are (issue #19): where
+//! each plane goes, what a read right after our own metadata write is served by, and what
+//! an unknown outcome does to a write and to a read.
+#![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
+
+mod support;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use iggy_route_core::client::{Call, ClientError};
+use iggy_route_core::routing::{Attempt, Routing, Served, Target};
+use iggy_route_core::wire::{Identifier, WireError, code};
+use iggy_route_core::{CommandRequest, NodeId, Plane, Reply, ReplyPayload, Request, RequestError};
+use support::*;
+
+fn command(code: u32, plane: Plane) -> Request {
+    Request::Command(CommandRequest {
+        code,
+        body: Bytes::from_static(b"body"),
+        plane,
+    })
+}
+
+fn on_partition(partition: u32, write: bool) -> Plane {
+    Plane::Partition {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partition,
+        write,
+    }
+}
+
+/// A routing layer whose roster names node 2 as the metadata leader.
+fn with_leader(t0: std::time::Instant) -> Routing {
+    let mut routing = warmed(t0, 3, &[(0, 1), (1, 0)]);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(2)));
+    drain(&mut routing);
+    routing
+}
+
+/// The decisions after a request for the metadata leader's lane: the lane reads the roster
+/// when it is first used, and is answered here as before.
+fn leader_decisions(routing: &mut Routing, t0: std::time::Instant) -> Vec<String> {
+    let decisions = drain(routing);
+    if decisions != ["fetch roster"] {
+        return decisions;
+    }
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(2)));
+    drain(routing)
+}
+
+fn payload() -> Attempt {
+    Attempt::Done(Served::from(Reply::Payload(ReplyPayload(Bytes::new()))))
+}
+
+#[test]
+fn each_plane_goes_to_the_node_that_serves_it() {
+    let t0 = origin();
+    let mut routing = with_leader(t0);
+    let read = routing
+        .admit(t0, command(code::GET_STREAMS, Plane::MetadataRead))
+        .unwrap();
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {read} -> coordinator")]
+    );
+    let me = routing
+        .admit(t0, command(code::GET_ME, Plane::Session))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {me} -> coordinator")]);
+    let write = routing
+        .admit(t0, command(code::DELETE_STREAM, Plane::MetadataWrite))
+        .unwrap();
+    assert_eq!(
+        leader_decisions(&mut routing, t0),
+        [format!("write {write} -> node2")]
+    );
+    let flush = routing
+        .admit(
+            t0,
+            command(code::FLUSH_UNSAVED_BUFFER, on_partition(0, false)),
+        )
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {flush} -> node1")]);
+    let delete = routing
+        .admit(
+            t0,
+            command(code::DELETE_CONSUMER_OFFSET, on_partition(1, true)),
+        )
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {delete} -> node0")]);
+}
+
+#[test]
+fn a_metadata_read_right_after_our_own_write_is_served_by_the_leader_until_it_settles() {
+    let t0 = origin();
+    let mut routing = with_leader(t0);
+    let write = routing
+        .admit(t0, command(code::UPDATE_STREAM, Plane::MetadataWrite))
+        .unwrap();
+    leader_decisions(&mut routing, t0);
+    routing.handle_result(t0, write, Target::Node(NodeId(2)), payload());
+    assert_eq!(drain(&mut routing), [format!("completed {write} ok")]);
+
+    // A follower may not have applied the update; a list read cannot tell.
+    let soon = t0 + Duration::from_millis(100);
+    let read = routing
+        .admit(soon, command(code::GET_STREAMS, Plane::MetadataRead))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {read} -> node2")]);
+    routing.handle_result(soon, read, Target::Node(NodeId(2)), payload());
+    drain(&mut routing);
+
+    // Session reads stay on the coordinator: they are about the session, not metadata.
+    let me = routing
+        .admit(soon, command(code::GET_ME, Plane::Session))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {me} -> coordinator")]);
+    routing.handle_result(soon, me, Target::Coordinator, payload());
+    drain(&mut routing);
+
+    let settled = t0 + config().own_write_settle;
+    let later = routing
+        .admit(settled, command(code::GET_STREAMS, Plane::MetadataRead))
+        .unwrap();
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {later} -> coordinator")]
+    );
+}
+
+#[test]
+fn a_partition_write_lost_in_flight_is_not_written_again_but_a_read_is() {
+    let t0 = origin();
+    let mut routing = with_leader(t0);
+    let delete = routing
+        .admit(
+            t0,
+            command(code::DELETE_CONSUMER_OFFSET, on_partition(0, true)),
+        )
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(t0, delete, Target::Node(NodeId(1)), Attempt::Unknown);
+    let decisions = drain(&mut routing);
+    assert!(
+        decisions.contains(&format!("completed {delete} err")),
+        "{decisions:?}"
+    );
+    assert!(
+        !decisions.iter().any(|d| d.starts_with("write")),
+        "{decisions:?}"
+    );
+
+    let read = routing
+        .admit(
+            t0,
+            command(code::GET_CONSUMER_OFFSET, on_partition(0, false)),
+        )
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(t0, read, Target::Node(NodeId(1)), Attempt::Unknown);
+    let decisions = drain(&mut routing);
+    assert!(
+        !decisions.contains(&format!("completed {read} err")),
+        "a read is asked again: {decisions:?}"
+    );
+}
+
+#[test]
+fn a_partition_command_beyond_the_partition_count_fails_typed_with_nothing_sent() {
+    let t0 = origin();
+    let mut routing = with_leader(t0);
+    let id = routing
+        .admit(
+            t0,
+            command(code::FLUSH_UNSAVED_BUFFER, on_partition(7, false)),
+        )
+        .unwrap();
+    let decisions = drain(&mut routing);
+    // The cached count (3) may be old: it is read again before the request fails.
+    assert_eq!(decisions, ["fetch topic"]);
+    routing.handle_topic(
+        t0,
+        &topic(),
+        iggy_route_core::routing::TopicAnswer::Found {
+            partitions_count: 3,
+        },
+    );
+    assert_eq!(drain(&mut routing), [format!("completed {id} err")]);
+}
+
+#[test]
+fn a_command_body_and_its_reply_payload_stay_out_of_debug_output() {
+    let secret = Bytes::from_static(b"hunter2-password");
+    let request = Request::Command(CommandRequest {
+        code: code::CREATE_USER,
+        body: secret.clone(),
+        plane: Plane::MetadataWrite,
+    });
+    let shown = format!("{request:?}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(shown.contains("body_len: 16"), "{shown}");
+    let reply = Reply::Payload(ReplyPayload(secret));
+    let shown = format!("{reply:?}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+}
+
+fn decode_u32(payload: &[u8]) -> Result<u32, WireError> {
+    let bytes: [u8; 4] = payload.try_into().map_err(|_| WireError::InvalidLength {
+        field: "test value",
+        len: payload.len(),
+    })?;
+    Ok(u32::from_le_bytes(bytes))
+}
+
+#[test]
+fn a_call_decodes_its_payload_and_types_a_payload_that_does_not_decode() {
+    let call = || {
+        Call::command(
+            "test",
+            code::GET_STATS,
+            Bytes::new(),
+            Plane::MetadataRead,
+            decode_u32,
+        )
+    };
+    let good = Reply::Payload(ReplyPayload(Bytes::from_static(&[7, 0, 0, 0])));
+    assert_eq!(call().reply.extract(good).unwrap(), 7);
+    let short = Reply::Payload(ReplyPayload(Bytes::from_static(&[7])));
+    assert!(matches!(
+        call().reply.extract(short),
+        Err(ClientError::Request(RequestError::Malformed(_)))
+    ));
+    assert!(matches!(
+        call().reply.extract(Reply::OffsetStored),
+        Err(ClientError::UnexpectedReply { operation: "test" })
+    ));
+}
