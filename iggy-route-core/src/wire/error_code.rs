@@ -73,10 +73,32 @@ error_codes! {
     Unauthenticated = 40,
     /// Permission denied.
     Unauthorized = 41,
-    /// Wrong username or password.
+    /// Wrong username or password (also a wrong current password in `CHANGE_PASSWORD`).
     InvalidCredentials = 42,
+    /// A username outside 3..=50 bytes.
+    InvalidUsername = 43,
+    /// A password outside 3..=100 bytes.
+    InvalidPassword = 44,
+    /// The username is taken (create or rename).
+    UserAlreadyExists = 46,
+    /// The user is inactive.
+    UserInactive = 47,
+    /// The root user cannot be deleted.
+    CannotDeleteUser = 48,
+    /// The root user's permissions cannot be changed.
+    CannotChangePermissions = 49,
+    /// Invalid personal access token name.
+    InvalidPersonalAccessTokenName = 50,
+    /// The user already has a token of that name.
+    PersonalAccessTokenAlreadyExists = 51,
+    /// The user holds the most tokens the server allows.
+    PersonalAccessTokensLimitReached = 52,
     /// Wrong personal access token.
     InvalidPersonalAccessToken = 53,
+    /// The personal access token has expired.
+    PersonalAccessTokenExpired = 54,
+    /// A token expiry that ends before it starts.
+    InvalidPersonalAccessTokenExpiry = 56,
     /// Outcome unknown: replay only on the same session with the same request id.
     TransientNotCommitted = 57,
     /// Never admitted: safe to re-issue anywhere.

@@ -26,13 +26,22 @@ mod header;
 mod login;
 pub mod messages;
 mod offsets;
+mod options;
+mod passwords;
+mod permissions;
 mod poll;
 mod primitives;
 mod reader;
 mod reply;
 mod reply_header;
+mod streams_admin;
+mod system;
+mod tokens;
 mod topics;
+mod topics_admin;
+mod user_details;
 mod user_headers;
+mod users;
 
 mod batch;
 
@@ -57,20 +66,56 @@ pub use login::{
     Password, SDK_NAME, SDK_VERSION,
 };
 pub use messages::{Message, SendConfirmation, SendMessagesReply, SendMessagesRequest};
+pub use offsets::{
+    ConsumerOffsetInfo, ConsumerOffsetKey, DeleteConsumerOffsetRequest, StoreConsumerOffsetRequest,
+};
+pub use options::{
+    CompressionAlgorithm, MAX_OPTIONS, MAX_OPTIONS_BYTES, TopicUpdateOptions, topic_option_key,
+};
 #[cfg(feature = "server")]
-pub use offsets::{ConsumerOffsetInfo, DeleteConsumerOffsetRequest};
-pub use offsets::{ConsumerOffsetKey, StoreConsumerOffsetRequest};
+pub use options::{OptionEntry, TopicOptionsError, option_entries};
+pub use passwords::{
+    ChangePasswordRequest, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, validate_password,
+};
+pub use permissions::{
+    GlobalPermissions, Permissions, StreamPermissions, TopicPermissions, UpdatePermissionsRequest,
+};
 pub use poll::{PollMessagesReply, PollMessagesRequest, PolledMessage};
 pub use primitives::{Consumer, ConsumerKind, Identifier, Name, PollingStrategy};
 pub use reader::Reader;
 pub use reply::{ReplyError, reply_payload, split_result};
 #[cfg(feature = "server")]
 pub use reply::{put_result_ok, put_result_rejection};
+pub use streams_admin::{
+    DeleteStreamRequest, GetTopicsRequest, PurgeStreamRequest, StreamSummary, UpdateStreamRequest,
+};
+#[cfg(feature = "server")]
+pub use system::decode_empty_request;
+pub use system::{
+    CacheMetric, ClientDetails, ClientInfo, ConsumerGroupMembership, GetClientRequest, Stats,
+};
+#[cfg(feature = "server")]
+pub use tokens::encode_personal_access_tokens;
+pub use tokens::{
+    CreatePersonalAccessTokenRequest, DeletePersonalAccessTokenRequest, PersonalAccessTokenInfo,
+    RawPersonalAccessToken, TokenExpiry, decode_personal_access_tokens,
+};
 pub use topics::{
     CreatePartitionsRequest, CreateStreamRequest, CreateTopicRequest, GetStreamRequest,
     GetTopicRequest,
 };
+pub use topics_admin::{
+    DeletePartitionsRequest, DeleteSegmentsRequest, DeleteTopicRequest, FlushUnsavedBufferRequest,
+    PurgeTopicRequest, UpdateTopicRequest, empty_reply,
+};
+#[cfg(feature = "server")]
+pub use user_details::encode_users;
+pub use user_details::{UserDetails, UserInfo, decode_users};
 pub use user_headers::validate_user_headers;
+pub use users::{
+    CreateUserRequest, DeleteUserRequest, GetUserRequest, MAX_USERNAME_LENGTH, MIN_USERNAME_LENGTH,
+    UpdateUserRequest, UserStatus, validate_username,
+};
 
 /// Size of every consensus header on the wire, in bytes.
 pub const HEADER_SIZE: usize = 256;

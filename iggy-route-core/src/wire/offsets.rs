@@ -5,9 +5,9 @@
 use bytes::{BufMut, BytesMut};
 
 use super::poll::put_optional_partition;
-use super::{Consumer, Identifier};
 #[cfg(feature = "server")]
-use super::{Reader, WireError, poll::read_optional_partition};
+use super::poll::read_optional_partition;
+use super::{Consumer, Identifier, Reader, WireError};
 
 /// `[consumer][stream][topic][flag:u8][partition_id:u32]`: the body of 120 and 123,
 /// and the prefix of 121 and 122.
@@ -107,14 +107,12 @@ impl StoreConsumerOffsetRequest {
 }
 
 /// The `DELETE_CONSUMER_OFFSET` body: key, ack (always written as 1).
-#[cfg(feature = "server")]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DeleteConsumerOffsetRequest {
     /// Which offset.
     pub key: ConsumerOffsetKey,
 }
 
-#[cfg(feature = "server")]
 impl DeleteConsumerOffsetRequest {
     /// Append the body.
     pub fn encode(&self, out: &mut BytesMut) {
@@ -126,7 +124,10 @@ impl DeleteConsumerOffsetRequest {
     pub fn encoded_len(&self) -> usize {
         self.key.encoded_len() + 1
     }
+}
 
+#[cfg(feature = "server")]
+impl DeleteConsumerOffsetRequest {
     /// Decode a whole body (ack 0 or 1).
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader::new(body);
@@ -138,7 +139,6 @@ impl DeleteConsumerOffsetRequest {
 }
 
 /// The `GET_CONSUMER_OFFSET` reply (20 bytes); an empty body means no offset.
-#[cfg(feature = "server")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ConsumerOffsetInfo {
     /// Partition.
@@ -162,8 +162,10 @@ impl ConsumerOffsetInfo {
     pub fn encoded_len(&self) -> usize {
         20
     }
+}
 
-    /// Decode a reply body: `None` when empty.
+impl ConsumerOffsetInfo {
+    /// Decode a reply body: `None` when empty (no offset stored for the consumer).
     pub fn decode(body: &[u8]) -> Result<Option<Self>, WireError> {
         if body.is_empty() {
             return Ok(None);
