@@ -9,6 +9,10 @@
 //! its [`Call`] constructor); both clients gain the method.
 
 mod call;
+mod calls_admin;
+mod calls_session;
+mod calls_system;
+mod calls_users;
 mod error;
 mod operations;
 pub mod producer;

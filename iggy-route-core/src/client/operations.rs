@@ -138,5 +138,187 @@ macro_rules! for_each_operation {
         topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
     ) -> Option<$crate::wire::TopicDetails>
         = $crate::client::Call::get_topic(stream, topic)?;
+
+    /// A user with its permissions, or `None` when there is no such user.
+    fn get_user(
+        user: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> Option<$crate::wire::UserDetails>
+        = $crate::client::Call::get_user(user)?;
+
+    /// Every user, by id.
+    fn get_users() -> Vec<$crate::wire::UserInfo>
+        = $crate::client::Call::get_users();
+
+    /// Creates a user (username 3..=50 bytes, password 3..=100); `permissions: None`
+    /// grants nothing.
+    fn create_user(
+        username: &str,
+        password: &str,
+        status: $crate::wire::UserStatus,
+        permissions: Option<$crate::wire::Permissions>,
+    ) -> $crate::wire::UserDetails
+        = $crate::client::Call::create_user(username, password, status, permissions)?;
+
+    /// Deletes a user.
+    fn delete_user(
+        user: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> ()
+        = $crate::client::Call::delete_user(user)?;
+
+    /// Renames a user and/or changes its status (`None` leaves a field as it is).
+    fn update_user(
+        user: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        username: Option<&str>,
+        status: Option<$crate::wire::UserStatus>,
+    ) -> ()
+        = $crate::client::Call::update_user(user, username, status)?;
+
+    /// Replaces a user's permissions whole (`None` removes them all).
+    fn update_permissions(
+        user: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        permissions: Option<$crate::wire::Permissions>,
+    ) -> ()
+        = $crate::client::Call::update_permissions(user, permissions)?;
+
+    /// Changes a user's password; the server checks `current_password`.
+    fn change_password(
+        user: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        current_password: &str,
+        new_password: &str,
+    ) -> ()
+        = $crate::client::Call::change_password(user, current_password, new_password)?;
+
+    /// The session user's personal access tokens (names and expiries), by name.
+    fn get_personal_access_tokens() -> Vec<$crate::wire::PersonalAccessTokenInfo>
+        = $crate::client::Call::get_personal_access_tokens();
+
+    /// Creates a personal access token for the session user; the token, shown this once,
+    /// comes back as a `Password` whose `Debug` prints `***`.
+    fn create_personal_access_token(
+        name: &str,
+        expiry: $crate::wire::TokenExpiry,
+    ) -> $crate::wire::Password
+        = $crate::client::Call::create_personal_access_token(name, expiry)?;
+
+    /// Deletes one of the session user's personal access tokens, by name.
+    fn delete_personal_access_token(name: &str) -> ()
+        = $crate::client::Call::delete_personal_access_token(name)?;
+    /// Checks that the session's node answers (`PING`).
+    fn ping() -> () = $crate::client::Call::ping();
+
+    /// The server's statistics (its clients count is the answering node's).
+    fn get_stats() -> $crate::wire::Stats = $crate::client::Call::get_stats();
+
+    /// This client's own connection, as the node holding its session sees it.
+    fn get_me() -> $crate::wire::ClientDetails = $crate::client::Call::get_me();
+
+    /// A client connected to the node holding the session, or `None` when it has none
+    /// with this id (each node knows only its own connections).
+    fn get_client(client_id: u32) -> Option<$crate::wire::ClientDetails>
+        = $crate::client::Call::get_client(client_id);
+
+    /// The clients connected to the node holding the session.
+    fn get_clients() -> Vec<$crate::wire::ClientInfo> = $crate::client::Call::get_clients();
+
+    /// Every stream.
+    fn get_streams() -> Vec<$crate::wire::StreamSummary> = $crate::client::Call::get_streams();
+
+    /// Renames a stream.
+    fn update_stream(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        name: &str,
+    ) -> ()
+        = $crate::client::Call::update_stream(stream, name)?;
+
+    /// Deletes a stream with its topics and messages.
+    fn delete_stream(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> ()
+        = $crate::client::Call::delete_stream(stream)?;
+
+    /// Deletes every message and consumer offset of a stream's topics, keeping them.
+    fn purge_stream(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> ()
+        = $crate::client::Call::purge_stream(stream)?;
+
+    /// Every topic of a stream (none when there is no such stream).
+    fn get_topics(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> Vec<$crate::wire::TopicSummary>
+        = $crate::client::Call::get_topics(stream)?;
+
+    /// Renames a topic and changes the settings `options` holds; the others stay.
+    fn update_topic(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        name: &str,
+        options: $crate::wire::TopicUpdateOptions,
+    ) -> ()
+        = $crate::client::Call::update_topic(stream, topic, name, options)?;
+
+    /// Deletes a topic with its partitions and messages.
+    fn delete_topic(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> ()
+        = $crate::client::Call::delete_topic(stream, topic)?;
+
+    /// Deletes every message and consumer offset of a topic, keeping its partitions.
+    fn purge_topic(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> ()
+        = $crate::client::Call::purge_topic(stream, topic)?;
+
+    /// Removes a topic's last `partitions_count` partitions.
+    fn delete_partitions(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        partitions_count: u32,
+    ) -> ()
+        = $crate::client::Call::delete_partitions(stream, topic, partitions_count)?;
+
+    /// Removes a partition's oldest `segments_count` sealed segments.
+    fn delete_segments(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        partition_id: u32,
+        segments_count: u32,
+    ) -> ()
+        = $crate::client::Call::delete_segments(stream, topic, partition_id, segments_count)?;
+
+    /// `consumer`'s stored offset on a partition (partition 0 for `None`), or `None` when
+    /// it has none.
+    fn get_consumer_offset(
+        consumer: $crate::wire::Consumer,
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        partition_id: Option<u32>,
+    ) -> Option<$crate::wire::ConsumerOffsetInfo>
+        = $crate::client::Call::get_consumer_offset(consumer, stream, topic, partition_id)?;
+
+    /// Deletes `consumer`'s stored offset on a partition.
+    fn delete_consumer_offset(
+        consumer: $crate::wire::Consumer,
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        partition_id: Option<u32>,
+    ) -> ()
+        = $crate::client::Call::delete_consumer_offset(consumer, stream, topic, partition_id)?;
+
+    /// Asks the partition's primary to write its unsaved messages to disk (the 0.11.0
+    /// server answers `FeatureUnavailable`: it has no such operation).
+    fn flush_unsaved_buffer(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        partition_id: u32,
+        fsync: bool,
+    ) -> ()
+        = $crate::client::Call::flush_unsaved_buffer(stream, topic, partition_id, fsync)?;
+
+    /// Ends the session on the node holding it (`LOGOUT_USER`). The client keeps its
+    /// credentials: its next request signs in again, as a new client on the same node.
+    fn logout_user() -> () = $crate::client::Call::logout_user();
     } };
 }
