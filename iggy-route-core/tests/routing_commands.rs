@@ -237,3 +237,48 @@ fn a_call_decodes_its_payload_and_types_a_payload_that_does_not_decode() {
         Err(ClientError::UnexpectedReply { operation: "test" })
     ));
 }
+
+#[test]
+fn a_topic_the_user_may_not_read_is_still_sent_to_by_partition_id() {
+    use iggy_route_core::partitioning::Partitioning;
+    use iggy_route_core::routing::TopicAnswer;
+    use iggy_route_core::wire::ErrorCode;
+    let t0 = origin();
+    let mut routing = Routing::new(config(), 3, t0);
+    let by_id = routing
+        .admit(t0, send(Partitioning::PartitionId(2)))
+        .unwrap();
+    let balanced = routing.admit(t0, send(Partitioning::Balanced)).unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    // A 0.11.0 server answers GET_TOPIC with 41 to a user who may send but not read.
+    let denied = TopicAnswer::Denied {
+        code: ErrorCode::Unauthorized,
+    };
+    routing.handle_topic(t0, &topic(), denied.clone());
+    // The send naming its partition goes on, and the server checks the id; the one that
+    // needs the count fails with the server's word instead of asking again until its
+    // deadline.
+    let decisions = drain(&mut routing);
+    assert!(decisions.contains(&"lookup 2".to_owned()), "{decisions:?}");
+    assert!(
+        decisions.contains(&format!("completed {balanced} err")),
+        "{decisions:?}"
+    );
+    assert!(!decisions.contains(&format!("completed {by_id} err")));
+    assert!(
+        !decisions.contains(&"fetch topic".to_owned()),
+        "not asked again"
+    );
+    // Nothing is cached: the next request asks again (permissions change).
+    routing
+        .admit(
+            t0,
+            send(Partitioning::MessagesKey(Bytes::from_static(b"k"))),
+        )
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(t0, &topic(), denied);
+    let decisions = drain(&mut routing);
+    assert_eq!(decisions.len(), 1, "{decisions:?}");
+    assert!(decisions[0].ends_with("err"), "{decisions:?}");
+}

@@ -14,8 +14,9 @@ use crate::request::{AdminRequest, Reply, ReplyPayload, Request, RequestError, S
 use crate::routing::{Attempt, RouteAnswer, Target, TopicAnswer};
 use crate::wire::LoginRegisterReply;
 use crate::wire::{
-    ClusterMetadata, ErrorCode, Frame, NodeRole, NodeStatus, PollMessagesReply, PollRouting,
-    ReplyError, ReplyHeader, SendMessagesReply, StreamDetails, TopicDetails, reply_payload,
+    ClusterMetadata, ErrorCode, Frame, NodeRole, NodeStatus, Operation, PollMessagesReply,
+    PollRouting, ReplyError, ReplyHeader, SendMessagesReply, StreamDetails, TopicDetails,
+    reply_payload,
 };
 
 impl Router {
@@ -562,6 +563,9 @@ fn topic_answer(header: &ReplyHeader, body: Bytes) -> TopicAnswer {
         Err(ReplyError::Status(code) | ReplyError::Rejected(code)) if code.is_not_found() => {
             TopicAnswer::NotFound
         }
+        Err(ReplyError::Status(code)) if code == ErrorCode::Unauthorized => {
+            TopicAnswer::Denied { code }
+        }
         Err(_) => TopicAnswer::Unavailable,
     }
 }
@@ -620,12 +624,16 @@ fn decode_reply(
 
 /// Why a reply does not answer the exchange in flight, if it does not. The request number
 /// is always echoed. The operation is not, to the letter: the real server answers a
-/// `CreateTopic` with the `CreateTopicWithAssignments` it turned it into. What a success's
-/// operation decides is how its body is read (with or without a result section), so that
-/// is what must agree.
+/// `CreateTopic` with the `CreateTopicWithAssignments` it turned it into, and a
+/// `DeleteSegments` with the `TruncatePartition` it commits (which has a result section
+/// where the request's operation has none). What a success's operation decides is how its
+/// body is read, so that is what must agree, but for the one rewrite that changes it.
 fn mismatch(in_flight: &InFlight, header: &ReplyHeader) -> Option<ProtocolViolation> {
     let sent = in_flight.sent;
+    let rewritten = sent.operation == Operation::DeleteSegments
+        && header.operation == Operation::TruncatePartition;
     let operation_differs = header.status == 0
+        && !rewritten
         && header.operation.is_result_framed() != sent.operation.is_result_framed();
     (header.request != sent.request || operation_differs).then_some(
         ProtocolViolation::MismatchedReply {

@@ -195,6 +195,23 @@ impl Routing {
                 }
             }
             TopicAnswer::Unavailable => self.retry_topic_later(now, topic),
+            TopicAnswer::Denied { code } => {
+                // The user may not read the topic (a 0.11.0 server asks for read rights on
+                // it) but may well send to it: the SDK never reads a topic before a send.
+                // A request naming its partition goes on and the server checks the id; one
+                // that needs the count to choose cannot, and fails with the server's word.
+                // Nothing is cached: permissions change, and the next request asks again.
+                state.retry_streak = 0;
+                let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
+                for id in waiting {
+                    let choice = self.pending.get(&id).map(|p| p.facts.choice);
+                    if let Some(PartitionChoice::Explicit(partition)) = choice {
+                        self.place_in_lane(now, id, topic, partition);
+                    } else {
+                        self.complete(now, id, Err(RequestError::Server { code }));
+                    }
+                }
+            }
         }
     }
 
@@ -286,6 +303,11 @@ impl Routing {
                 return;
             }
         };
+        self.place_in_lane(now, id, topic, partition);
+    }
+
+    /// Puts a request whose partition is chosen in that partition's lane.
+    fn place_in_lane(&mut self, now: Instant, id: RequestId, topic: &TopicKey, partition: u32) {
         let Some(pending) = self.pending.get_mut(&id) else {
             return;
         };

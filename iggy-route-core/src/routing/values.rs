@@ -5,6 +5,7 @@
 use crate::event::Event;
 use crate::ids::{NodeId, PartitionKey, RequestId, TopicKey};
 use crate::request::RequestError;
+use crate::wire::ErrorCode;
 
 use super::Served;
 
@@ -95,7 +96,7 @@ pub enum RouteAnswer {
 }
 
 /// What a topic read came to.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TopicAnswer {
     /// The topic exists with this many partitions.
     Found {
@@ -106,6 +107,12 @@ pub enum TopicAnswer {
     NotFound,
     /// No answer this time: read it again later.
     Unavailable,
+    /// The server will not tell this user (it may not read the topic): asking again
+    /// changes nothing.
+    Denied {
+        /// What the server said.
+        code: ErrorCode,
+    },
 }
 
 /// Whether the cluster answers the routing commands (14, 103, 104, 123).
