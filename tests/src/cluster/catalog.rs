@@ -211,11 +211,7 @@ impl Catalog {
         if self.stream(Lookup::Name(name)).is_some() {
             return Err(CatalogError::StreamNameTaken);
         }
-        let id = self
-            .streams
-            .keys()
-            .next_back()
-            .map_or(self.first_id, |last| last + 1);
+        let id = lowest_free_id(&self.streams, self.first_id);
         self.streams.insert(
             id,
             Stream {
@@ -249,12 +245,7 @@ impl Catalog {
         if stream.topic(Lookup::Name(name)).is_some() {
             return Err(CatalogError::TopicNameTaken);
         }
-        let first_id = self.first_id;
-        let id = stream
-            .topics
-            .keys()
-            .next_back()
-            .map_or(first_id, |last| last + 1);
+        let id = lowest_free_id(&stream.topics, self.first_id);
         let mut topic = Topic {
             id,
             name: name.to_owned(),
@@ -292,6 +283,105 @@ impl Catalog {
     pub fn streams(&self) -> impl Iterator<Item = &Stream> {
         self.streams.values()
     }
+
+    /// The stream named by `stream`, mutably.
+    pub fn stream_mut(&mut self, stream: Lookup<'_>) -> Option<&mut Stream> {
+        let id = self.stream(stream)?.id;
+        self.streams.get_mut(&id)
+    }
+
+    /// Rename a stream; a name another stream holds is taken, its own name is not.
+    pub fn rename_stream(&mut self, stream: Lookup<'_>, name: &str) -> Result<(), CatalogError> {
+        let id = self.stream(stream).ok_or(CatalogError::StreamNotFound)?.id;
+        if self
+            .stream(Lookup::Name(name))
+            .is_some_and(|holder| holder.id != id)
+        {
+            return Err(CatalogError::StreamNameTaken);
+        }
+        let stream = self
+            .streams
+            .get_mut(&id)
+            .ok_or(CatalogError::StreamNotFound)?;
+        name.clone_into(&mut stream.name);
+        Ok(())
+    }
+
+    /// Remove a stream with its topics; its id is free for the next stream.
+    pub fn delete_stream(&mut self, stream: Lookup<'_>) -> Result<Stream, CatalogError> {
+        let id = self.stream(stream).ok_or(CatalogError::StreamNotFound)?.id;
+        self.streams.remove(&id).ok_or(CatalogError::StreamNotFound)
+    }
+
+    /// Rename a topic; a name another topic of the stream holds is taken.
+    pub fn rename_topic(
+        &mut self,
+        stream: Lookup<'_>,
+        topic: Lookup<'_>,
+        name: &str,
+    ) -> Result<(), CatalogError> {
+        let stream = self
+            .stream_mut(stream)
+            .ok_or(CatalogError::StreamNotFound)?;
+        let id = stream.topic_id(topic).ok_or(CatalogError::TopicNotFound)?;
+        if stream
+            .topic(Lookup::Name(name))
+            .is_some_and(|holder| holder.id != id)
+        {
+            return Err(CatalogError::TopicNameTaken);
+        }
+        let topic = stream
+            .topics
+            .get_mut(&id)
+            .ok_or(CatalogError::TopicNotFound)?;
+        name.clone_into(&mut topic.name);
+        Ok(())
+    }
+
+    /// Remove a topic with its partitions; its id is free for the stream's next topic.
+    pub fn delete_topic(
+        &mut self,
+        stream: Lookup<'_>,
+        topic: Lookup<'_>,
+    ) -> Result<Topic, CatalogError> {
+        let stream = self
+            .stream_mut(stream)
+            .ok_or(CatalogError::StreamNotFound)?;
+        let id = stream.topic_id(topic).ok_or(CatalogError::TopicNotFound)?;
+        stream.topics.remove(&id).ok_or(CatalogError::TopicNotFound)
+    }
+
+    /// Remove a topic's last `count` partitions (the highest ids), as the server does.
+    pub fn delete_partitions(
+        &mut self,
+        stream: Lookup<'_>,
+        topic: Lookup<'_>,
+        count: u32,
+    ) -> Result<(), CatalogError> {
+        let topic = self.topic_mut(stream, topic)?;
+        let kept = topic
+            .partitions
+            .len()
+            .checked_sub(count as usize)
+            .ok_or(CatalogError::InvalidPartitionsCount)?;
+        topic.partitions.truncate(kept);
+        Ok(())
+    }
+}
+
+/// The lowest id at or above `first_id` that `taken` does not hold: the real server
+/// allocates stream and topic ids this way (`IdSlab::vacant_key` in
+/// `core/metadata/src/stm/id_slab.rs`), so a deleted stream's id goes to the next one.
+fn lowest_free_id<T>(taken: &BTreeMap<u32, T>, first_id: u32) -> u32 {
+    let mut id = first_id;
+    // Keys are sorted: the first gap at or above `first_id` is the answer.
+    for &key in taken.range(first_id..).map(|(key, _)| key) {
+        if key != id {
+            break;
+        }
+        id = id.saturating_add(1);
+    }
+    id
 }
 
 #[cfg(test)]
@@ -337,5 +427,49 @@ mod tests {
         assert_eq!(missing.code(), 3007);
         let too_many = catalog.create_partitions(Lookup::Id(1), Lookup::Id(1), u32::MAX, 1, 0);
         assert_eq!(too_many, Err(CatalogError::InvalidPartitionsCount));
+    }
+
+    #[test]
+    fn deleted_ids_are_reused_lowest_first_and_renames_keep_names_unique() {
+        let mut catalog = Catalog::new(0);
+        for name in ["a", "b", "c"] {
+            catalog.create_stream(name, 1).unwrap();
+        }
+        catalog.delete_stream(Lookup::Name("a")).unwrap();
+        catalog.delete_stream(Lookup::Id(1)).unwrap();
+        assert_eq!(catalog.create_stream("d", 2), Ok(0));
+        assert_eq!(catalog.create_stream("e", 2), Ok(1));
+        assert_eq!(catalog.create_stream("f", 2), Ok(3));
+        assert_eq!(
+            catalog.rename_stream(Lookup::Id(0), "e"),
+            Err(CatalogError::StreamNameTaken)
+        );
+        catalog.rename_stream(Lookup::Id(0), "d").unwrap();
+        catalog.rename_stream(Lookup::Id(0), "z").unwrap();
+        assert_eq!(catalog.stream(Lookup::Name("z")).unwrap().id, 0);
+        catalog.create_topic(Lookup::Id(0), "t", 3, 1, 0).unwrap();
+        catalog.create_topic(Lookup::Id(0), "u", 1, 1, 0).unwrap();
+        assert_eq!(
+            catalog.rename_topic(Lookup::Id(0), Lookup::Name("t"), "u"),
+            Err(CatalogError::TopicNameTaken)
+        );
+        assert_eq!(
+            catalog.delete_partitions(Lookup::Id(0), Lookup::Id(0), 4),
+            Err(CatalogError::InvalidPartitionsCount)
+        );
+        catalog
+            .delete_partitions(Lookup::Id(0), Lookup::Id(0), 2)
+            .unwrap();
+        let topic = catalog.topic(Lookup::Id(0), Lookup::Id(0)).unwrap();
+        assert_eq!(topic.partitions.len(), 1);
+        catalog.delete_topic(Lookup::Id(0), Lookup::Id(0)).unwrap();
+        assert_eq!(
+            catalog
+                .delete_topic(Lookup::Id(0), Lookup::Id(0))
+                .unwrap_err(),
+            CatalogError::TopicNotFound
+        );
+        assert_eq!(catalog.create_topic(Lookup::Id(0), "v", 1, 1, 0), Ok(0));
+        assert_eq!(lowest_free_id(&BTreeMap::<u32, ()>::new(), 1), 1);
     }
 }

@@ -119,7 +119,7 @@ pub(super) fn get_topic(node: NodeId, state: &ClusterState, body: &[u8]) -> Outc
 
 /// Whether a copy complete up to `horizon` (µs; `None`: complete) holds what was created at
 /// `created_at`.
-fn known_by(horizon: Option<u64>, created_at: u64) -> bool {
+pub(super) fn known_by(horizon: Option<u64>, created_at: u64) -> bool {
     horizon.is_none_or(|horizon| created_at <= horizon)
 }
 
@@ -212,7 +212,7 @@ fn create_partitions(state: &mut ClusterState, body: &[u8]) -> Result<BytesMut, 
     Ok(BytesMut::new())
 }
 
-fn name_of(text: &str) -> Name {
+pub(super) fn name_of(text: &str) -> Name {
     // Catalog names come from decoded `Name`s or from `create_stream_and_topic`, whose
     // names a test chooses; an invalid one there is a bug in the test.
     Name::new(text).expect("catalog names are 1..=255 bytes of UTF-8")
@@ -249,7 +249,11 @@ fn partition_info(state: &ClusterState, node: NodeId, partition: &Partition) -> 
 }
 
 /// What `node` reports of a topic (`None`: the leader's full view, for write replies).
-fn topic_summary(state: &ClusterState, node: Option<NodeId>, topic: &Topic) -> TopicSummary {
+pub(super) fn topic_summary(
+    state: &ClusterState,
+    node: Option<NodeId>,
+    topic: &Topic,
+) -> TopicSummary {
     let horizon = node.and_then(|node| state.metadata_horizon(node));
     let partitions = known_partitions(topic, horizon);
     let messages_count = match node {

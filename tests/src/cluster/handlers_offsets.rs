@@ -1,4 +1,5 @@
-//! Consumer offsets: `GET_CONSUMER_OFFSET` (120, any node) and the partition-plane writes
+//! Consumer offsets: `GET_CONSUMER_OFFSET` (120, any node, which answers from the latest
+//! offsets: the model does not make a backup's copy of them lag) and the partition-plane writes
 //! `STORE_CONSUMER_OFFSET` (121, operation 161) and `DELETE_CONSUMER_OFFSET` (122,
 //! operation 162), which only the partition's primary admits.
 //!
@@ -11,29 +12,33 @@ use iggy_route_core::wire::{
     StoreConsumerOffsetRequest,
 };
 
+use super::catalog::CatalogError;
+use super::handlers_metadata::lookup;
 use super::node::NodeConnection;
 use super::outcome::Outcome;
 use super::state::ClusterState;
 use super::target::{offset_owner, resolve};
 
-/// `GET_CONSUMER_OFFSET`: the stored offset, or an empty body when there is none.
+/// `GET_CONSUMER_OFFSET`, as the server answers it (`handle_get_consumer_offset`,
+/// core/server/src/dispatch.rs): the stored offset, or an empty body when there is none,
+/// when the stream or topic does not resolve, or when the body does not decode. Only a
+/// missing partition of an existing topic is denied, on the status channel. Without a
+/// partition id it reads partition 0, for a consumer group too.
 pub(super) fn get_offset(state: &ClusterState, body: &[u8]) -> Outcome {
     let commit = state.commit();
     let Ok(key) = ConsumerOffsetKey::decode(body) else {
-        return Outcome::status(ErrorCode::InvalidFormat, commit);
+        return Outcome::empty(commit);
     };
-    let target = match resolve(
-        state,
-        &key.consumer,
-        &key.stream,
-        &key.topic,
-        key.partition_id,
+    let partition = match state.catalog.partition(
+        lookup(&key.stream),
+        lookup(&key.topic),
+        key.partition_id.unwrap_or(0),
     ) {
-        Ok(target) => target,
-        Err(code) => return Outcome::status(code, commit),
-    };
-    let Some(partition) = target.partition(state) else {
-        return Outcome::status(ErrorCode::PartitionNotFound, commit);
+        Ok(partition) => partition,
+        Err(CatalogError::PartitionNotFound) => {
+            return Outcome::status(ErrorCode::PartitionNotFound, commit);
+        }
+        Err(_) => return Outcome::empty(commit),
     };
     match partition.offsets.get(&offset_owner(&key.consumer)) {
         Some(stored) => {
@@ -75,6 +80,12 @@ pub(super) fn write(
     let Ok((key, offset)) = decoded else {
         return Outcome::status(ErrorCode::InvalidFormat, commit);
     };
+    // The server resolves an offset write's partition without a default: no partition id
+    // is `InvalidIdentifier`, whatever else the body names (`resolve_partition_namespace`,
+    // core/server/src/responses.rs).
+    if key.partition_id.is_none() {
+        return Outcome::status(ErrorCode::InvalidIdentifier, commit);
+    }
     // §13.3: an unresolved namespace is denied with the resolver's own code.
     let target = match resolve(
         state,

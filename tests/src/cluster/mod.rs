@@ -10,24 +10,38 @@
 //!
 //! The deterministic simulation drives the same model without sockets.
 
+#[cfg(test)]
+mod admin_tests;
 pub mod adversary;
+mod authz;
 mod catalog;
 mod control;
 mod driver;
+mod handlers_admin;
 mod handlers_messages;
 mod handlers_metadata;
 mod handlers_offsets;
 mod handlers_routing;
+mod handlers_system;
+mod handlers_users;
 #[cfg(test)]
 mod lag_tests;
 mod log;
 mod node;
 mod outcome;
 mod partition;
+mod permissioner;
 mod state;
+#[cfg(test)]
+mod system_tests;
 mod target;
 #[cfg(test)]
 mod testkit;
+#[cfg(test)]
+mod tokens_tests;
+mod users;
+#[cfg(test)]
+mod users_tests;
 
 pub use catalog::{Catalog, CatalogError, Lookup, MAX_PARTITIONS_PER_TOPIC, Stream, Topic};
 pub use control::{PREEXISTING, SplitPrimaries};
@@ -36,7 +50,8 @@ pub use log::{Evicted, PartitionLog, Regenerate, Retention};
 pub use node::{Attachment, Binding, NodeConnection};
 pub use outcome::Outcome;
 pub use partition::{NewMessage, OffsetOwner, Partition, StoredMessage};
-pub use state::{
-    ClusterConfig, ClusterState, Lag, NodeId, NodeInfo, NodeStats, ROOT_PASSWORD, ROOT_USER_ID,
-    ROOT_USERNAME, SessionRecord, User,
+pub use permissioner::Permissioner;
+pub use state::{ClusterConfig, ClusterState, Lag, NodeId, NodeInfo, NodeStats, SessionRecord};
+pub use users::{
+    MAX_TOKENS_PER_USER, ROOT_PASSWORD, ROOT_USER_ID, ROOT_USERNAME, Token, User, Users,
 };

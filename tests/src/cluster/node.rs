@@ -12,6 +12,7 @@ use iggy_route_core::wire::{
     code,
 };
 
+use super::handlers_admin::AdminWrite;
 use super::handlers_metadata::MetadataCreate;
 use super::handlers_offsets::OffsetWrite;
 use super::outcome::Outcome;
@@ -130,6 +131,12 @@ impl NodeConnection {
         if header.operation == Operation::CreateTopic {
             echoed.operation = Operation::CreateTopicWithAssignments;
         }
+        // Likewise a `DeleteSegments` is committed, and answered, as the `TruncatePartition`
+        // the server resolves it to (`handle_delete_segments_request`, core/server/src/
+        // dispatch.rs), whose reply is result-framed.
+        if header.operation == Operation::DeleteSegments {
+            echoed.operation = Operation::TruncatePartition;
+        }
         // Its `client` is the connection's transport id, not the request's client id, and a
         // follower's login reply carries commit 0 (its shard has no metadata plane).
         echoed.client = self.transport_id;
@@ -174,6 +181,13 @@ impl NodeConnection {
         if let Err(eviction) = self.check_session(header) {
             return eviction;
         }
+        // The permission check of the acting user, where the server makes it (see `authz`).
+        if let Some(binding) = self.binding
+            && let Some(denied) =
+                super::authz::replicated(state, self.node, binding.user_id, header.operation, body)
+        {
+            return denied;
+        }
         self.dispatch_replicated(state, header, body)
     }
 
@@ -205,10 +219,23 @@ impl NodeConnection {
             | code::GET_POLL_ROUTING
             | code::GET_CONSUMER_OFFSET_ROUTING
             | code::ATTACH_CONSUMER_SESSION
-            | code::POLL_MESSAGES_ON_PRIMARY => {
+            | code::POLL_MESSAGES_ON_PRIMARY
+            | code::GET_STATS
+            | code::GET_ME
+            | code::GET_CLIENT
+            | code::GET_CLIENTS
+            | code::GET_STREAMS
+            | code::GET_TOPICS
+            | code::FLUSH_UNSAVED_BUFFER
+            | code::GET_USER
+            | code::GET_USERS
+            | code::GET_PERSONAL_ACCESS_TOKENS => {
                 // §13.3: a 104 is authorised by its attachment, not by its own login.
                 if self.binding.is_none() && header.code != code::POLL_MESSAGES_ON_PRIMARY {
                     return Outcome::status(ErrorCode::Unauthenticated, commit);
+                }
+                if let Some(denied) = super::authz::read(self, state, header.code, body) {
+                    return denied;
                 }
                 self.dispatch_authenticated_read(state, header.code, body)
             }
@@ -235,6 +262,16 @@ impl NodeConnection {
                 super::handlers_routing::routing(self, state, command, body)
             }
             code::ATTACH_CONSUMER_SESSION => super::handlers_routing::attach(self, state, body),
+            code::GET_STATS => super::handlers_system::stats(self.node, state),
+            code::GET_ME => super::handlers_system::me(self, state),
+            code::GET_CLIENT => super::handlers_system::client(self.node, state, body),
+            code::GET_CLIENTS => super::handlers_system::clients(self.node, state),
+            code::GET_STREAMS => super::handlers_admin::get_streams(self.node, state),
+            code::GET_TOPICS => super::handlers_admin::get_topics(self.node, state, body),
+            code::FLUSH_UNSAVED_BUFFER => super::handlers_admin::flush(state),
+            code::GET_USER | code::GET_USERS | code::GET_PERSONAL_ACCESS_TOKENS => {
+                super::handlers_users::read(self, state, command, body)
+            }
             _ => Outcome::status(ErrorCode::InvalidCommand, state.commit()),
         }
     }
@@ -259,6 +296,39 @@ impl NodeConnection {
             }
             Operation::CreatePartitions => {
                 super::handlers_metadata::write(self.node, state, MetadataCreate::Partitions, body)
+            }
+            Operation::UpdateStream => {
+                super::handlers_admin::write(self.node, state, AdminWrite::UpdateStream, body)
+            }
+            Operation::DeleteStream => {
+                super::handlers_admin::write(self.node, state, AdminWrite::DeleteStream, body)
+            }
+            Operation::PurgeStream => {
+                super::handlers_admin::write(self.node, state, AdminWrite::PurgeStream, body)
+            }
+            Operation::UpdateTopic => {
+                super::handlers_admin::write(self.node, state, AdminWrite::UpdateTopic, body)
+            }
+            Operation::DeleteTopic => {
+                super::handlers_admin::write(self.node, state, AdminWrite::DeleteTopic, body)
+            }
+            Operation::PurgeTopic => {
+                super::handlers_admin::write(self.node, state, AdminWrite::PurgeTopic, body)
+            }
+            Operation::DeletePartitions => {
+                super::handlers_admin::write(self.node, state, AdminWrite::DeletePartitions, body)
+            }
+            Operation::DeleteSegments => {
+                super::handlers_admin::write(self.node, state, AdminWrite::DeleteSegments, body)
+            }
+            Operation::CreateUser
+            | Operation::UpdateUser
+            | Operation::DeleteUser
+            | Operation::UpdatePermissions
+            | Operation::ChangePassword
+            | Operation::CreatePersonalAccessToken
+            | Operation::DeletePersonalAccessToken => {
+                super::handlers_users::write(self, state, header.operation, body)
             }
             Operation::SendMessages => super::handlers_messages::send(self, state, header, body),
             Operation::StoreConsumerOffset => {
@@ -296,17 +366,25 @@ impl NodeConnection {
             Ok(request) => request,
             Err(_) => {
                 // Codes 40 and 45 both arrive as `Register`; only the body tells them apart.
-                let outcome = match LoginRegisterWithPatRequest::decode(body) {
-                    Ok(pat) if !version_is_compatible(pat.protocol_version) => {
-                        Outcome::Evict(EvictionReason::IncompatibleProtocol)
-                    }
-                    // The test cluster issues no personal access tokens.
-                    Ok(_) => Outcome::Evict(EvictionReason::InvalidToken),
-                    Err(_) => Outcome::Evict(EvictionReason::MalformedLogin),
-                };
                 state.count_request(self.node, code::LOGIN_REGISTER_WITH_PAT);
+                let refusal = match LoginRegisterWithPatRequest::decode(body) {
+                    Ok(pat) if !version_is_compatible(pat.protocol_version) => {
+                        EvictionReason::IncompatibleProtocol
+                    }
+                    // A token created by `CREATE_PERSONAL_ACCESS_TOKEN`, unexpired, of an
+                    // active user signs in as that user; any other is `InvalidToken`
+                    // (`UserInactive` for an inactive user).
+                    Ok(pat) => match state
+                        .users()
+                        .authenticate_token(pat.token.expose(), state.now_micros())
+                    {
+                        Ok(user_id) => return self.bind(state, header, user_id),
+                        Err(reason) => reason,
+                    },
+                    Err(_) => EvictionReason::MalformedLogin,
+                };
                 state.stats_mut(self.node).login_failures += 1;
-                return outcome;
+                return Outcome::Evict(refusal);
             }
         };
         state.count_request(self.node, code::LOGIN_REGISTER);
@@ -320,6 +398,11 @@ impl NodeConnection {
             state.stats_mut(self.node).login_failures += 1;
             return Outcome::Evict(EvictionReason::InvalidCredentials);
         };
+        self.bind(state, header, user_id)
+    }
+
+    /// Sign the connection in as `user_id` and answer the login.
+    fn bind(&mut self, state: &mut ClusterState, header: &RequestHeader, user_id: u32) -> Outcome {
         let binding = match self.binding {
             // §3.2: a re-login on a bound connection replays the existing session.
             Some(binding) => binding,
@@ -416,7 +499,8 @@ mod tests {
         assert!(first.session > 0 && second.session > first.session);
         assert_eq!(state.commit(), second.session);
         assert_eq!((state.stats(0).logins, state.stats(1).logins), (1, 1));
-        assert_eq!(state.session(2).unwrap().user_id, 1);
+        // The root user is user 0, as on the real server.
+        assert_eq!(state.session(2).unwrap().user_id, 0);
     }
 
     #[test]

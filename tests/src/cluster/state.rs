@@ -15,18 +15,14 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use iggy_route_core::wire::{Password, Permissions, UserStatus};
+
 use super::catalog::Catalog;
 use super::log::Retention;
+use super::users::Users;
 
 /// Index of a node in the cluster, `0..nodes`.
 pub type NodeId = usize;
-
-/// The user id of the built-in root user.
-pub const ROOT_USER_ID: u32 = 1;
-/// The default root credentials of an Iggy server.
-pub const ROOT_USERNAME: &str = "iggy";
-/// The default root password of an Iggy server.
-pub const ROOT_PASSWORD: &str = "iggy";
 
 /// Settings of a cluster.
 #[derive(Debug, Clone)]
@@ -109,17 +105,6 @@ impl Lag {
 /// Metadata commits remembered with their time, for followers' late answers.
 const COMMIT_HISTORY_MAX: usize = 4096;
 
-/// A user account.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct User {
-    /// Numeric user id.
-    pub id: u32,
-    /// Login name.
-    pub username: String,
-    /// Clear-text password (a test cluster needs no hashing).
-    pub password: String,
-}
-
 /// A registered client session, as the metadata client table would hold it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionRecord {
@@ -175,7 +160,7 @@ pub struct NodeInfo {
 pub struct ClusterState {
     name: String,
     nodes: Vec<NodeInfo>,
-    users: Vec<User>,
+    users: Users,
     sessions: BTreeMap<u128, SessionRecord>,
     /// Streams, topics, partitions, logs and consumer offsets.
     pub catalog: Catalog,
@@ -224,11 +209,7 @@ impl ClusterState {
         Self {
             name: config.name.clone(),
             nodes,
-            users: vec![User {
-                id: ROOT_USER_ID,
-                username: ROOT_USERNAME.to_owned(),
-                password: ROOT_PASSWORD.to_owned(),
-            }],
+            users: Users::new(),
             sessions: BTreeMap::new(),
             catalog: Catalog::new(config.first_id),
             retention: config.retention.clone(),
@@ -423,25 +404,49 @@ impl ClusterState {
         self.last_timestamp
     }
 
-    // ---- users and sessions ----------------------------------------------------------
-
-    /// Add a user; returns its id.
-    pub fn add_user(&mut self, username: &str, password: &str) -> u32 {
-        let id = self.users.iter().map(|user| user.id).max().unwrap_or(0) + 1;
-        self.users.push(User {
-            id,
-            username: username.to_owned(),
-            password: password.to_owned(),
-        });
-        id
+    /// The current time (µs), never before the last timestamp handed out: what token
+    /// expiry is checked against.
+    pub fn now_micros(&self) -> u64 {
+        self.now_micros.max(self.last_timestamp)
     }
 
-    /// The user with these credentials, if they match.
-    pub fn authenticate(&self, username: &str, password: &str) -> Option<u32> {
+    // ---- users and sessions ----------------------------------------------------------
+
+    /// Add an active user with every global permission (a test's stand-in for an
+    /// administrator); returns its id. A restricted user is made with
+    /// [`ClusterState::users_mut`] or over the wire (`CREATE_USER`).
+    ///
+    /// # Panics
+    /// If the username is not 3..=50 bytes or is taken, or the password is longer than
+    /// 255 bytes: a bug in the test, not peer input.
+    pub fn add_user(&mut self, username: &str, password: &str) -> u32 {
+        let password = Password::new(password).expect("a test password of at most 255 bytes");
+        let now = self.next_timestamp();
         self.users
-            .iter()
-            .find(|user| user.username == username && user.password == password)
+            .create(
+                username,
+                password,
+                UserStatus::Active,
+                Some(Permissions::all()),
+                now,
+            )
             .map(|user| user.id)
+            .unwrap_or_else(|code| panic!("cannot add user {username}: {code}"))
+    }
+
+    /// The user these credentials sign in, if they match an active user.
+    pub fn authenticate(&self, username: &str, password: &str) -> Option<u32> {
+        self.users.authenticate(username, password)
+    }
+
+    /// Every user and personal access token.
+    pub fn users(&self) -> &Users {
+        &self.users
+    }
+
+    /// Every user and personal access token, mutably.
+    pub fn users_mut(&mut self) -> &mut Users {
+        &mut self.users
     }
 
     /// Register a session for `client_id`: one committed metadata op, whose number is the
@@ -472,6 +477,13 @@ impl ClusterState {
     /// Number of live sessions.
     pub fn live_sessions(&self) -> usize {
         self.sessions.len()
+    }
+
+    /// Every live session with its client id, by client id.
+    pub fn sessions(&self) -> impl Iterator<Item = (u128, SessionRecord)> + '_ {
+        self.sessions
+            .iter()
+            .map(|(client, record)| (*client, *record))
     }
 
     // ---- counters --------------------------------------------------------------------
@@ -514,6 +526,7 @@ impl ClusterState {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::cluster::users::ROOT_USER_ID;
 
     #[test]
     fn fresh_cluster_has_root_user_and_node_zero_as_leader() {
