@@ -8,6 +8,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[macro_use]
+#[path = "sdk_day/mod.rs"]
+mod sdk_day;
+
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -409,4 +413,82 @@ impl Outcomes {
             }
         }
     }
+}
+
+/// The runtime the async client's calls of the SDK user's day are made on.
+static DAY_RUNTIME: std::sync::LazyLock<tokio::runtime::Runtime> = std::sync::LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+});
+
+macro_rules! on_tokio {
+    ($call:expr) => {
+        DAY_RUNTIME.block_on($call)
+    };
+}
+
+macro_rules! blocking {
+    ($call:expr) => {
+        $call
+    };
+}
+
+macro_rules! connect_tokio {
+    ($config:expr) => {
+        DAY_RUNTIME.block_on(iggy_route_tokio::Client::connect($config))
+    };
+}
+
+macro_rules! connect_mio {
+    ($config:expr) => {
+        iggy_route_mio::Client::connect($config)
+    };
+}
+
+/// The day's place on the real cluster: the session on the last node, fresh names, and
+/// primaries wherever the cluster put them.
+fn day_place(cluster: &RealCluster, adapter: &str) -> sdk_day::Place {
+    sdk_day::Place {
+        root: sdk_day::quick(cluster.config(cluster.nodes.len() - 1)),
+        prefix: unique_name(&format!("day-{adapter}")),
+        spread: None,
+    }
+}
+
+/// An SDK user's day (issue #19) through the async client: messaging, streams and topics,
+/// the system reads, users with limited permissions, tokens, logout.
+#[test]
+fn an_sdk_users_day_through_the_async_client() {
+    let Some(cluster) = RealCluster::from_env("sdk_day_tokio") else {
+        return;
+    };
+    let _serial = serial();
+    let place = day_place(&cluster, "tokio");
+    let client = connect_tokio!(place.root.clone()).unwrap();
+    messaging_day!(client, place, on_tokio);
+    metadata_day!(client, place, on_tokio);
+    system_day!(client, on_tokio);
+    users_day!(client, place, on_tokio, connect_tokio);
+    logout_day!(client, on_tokio);
+    on_tokio!(client.shutdown());
+}
+
+/// The same day through the blocking client.
+#[test]
+fn an_sdk_users_day_through_the_blocking_client() {
+    let Some(cluster) = RealCluster::from_env("sdk_day_mio") else {
+        return;
+    };
+    let _serial = serial();
+    let place = day_place(&cluster, "mio");
+    let client = connect_mio!(place.root.clone()).unwrap();
+    messaging_day!(client, place, blocking);
+    metadata_day!(client, place, blocking);
+    system_day!(client, blocking);
+    users_day!(client, place, blocking, connect_mio);
+    logout_day!(client, blocking);
+    client.shutdown();
 }
