@@ -455,6 +455,7 @@ fn day_place(cluster: &RealCluster, adapter: &str) -> sdk_day::Place {
         root: sdk_day::quick(cluster.config(cluster.nodes.len() - 1)),
         prefix: unique_name(&format!("day-{adapter}")),
         spread: None,
+        nodes: cluster.nodes.len(),
     }
 }
 
@@ -470,7 +471,7 @@ fn an_sdk_users_day_through_the_async_client() {
     let client = connect_tokio!(place.root.clone()).unwrap();
     messaging_day!(client, place, on_tokio);
     metadata_day!(client, place, on_tokio);
-    system_day!(client, on_tokio);
+    system_day!(client, place, on_tokio);
     users_day!(client, place, on_tokio, connect_tokio);
     logout_day!(client, on_tokio);
     on_tokio!(client.shutdown());
@@ -487,7 +488,7 @@ fn an_sdk_users_day_through_the_blocking_client() {
     let client = connect_mio!(place.root.clone()).unwrap();
     messaging_day!(client, place, blocking);
     metadata_day!(client, place, blocking);
-    system_day!(client, blocking);
+    system_day!(client, place, blocking);
     users_day!(client, place, blocking, connect_mio);
     logout_day!(client, blocking);
     client.shutdown();

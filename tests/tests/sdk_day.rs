@@ -85,6 +85,7 @@ fn loopback(prefix: &str) -> Loopback {
         root: sdk_day::quick(root),
         prefix: prefix.to_owned(),
         spread: Some(spread),
+        nodes: 3,
     };
     Loopback {
         cluster,
@@ -130,7 +131,7 @@ fn mio_streams_and_topics() {
 fn tokio_system_reads_and_logout() {
     let world = loopback("tokio");
     let client = connect_tokio!(world.place.root.clone()).unwrap();
-    system_day!(client, on_tokio);
+    system_day!(client, world.place, on_tokio);
     logout_day!(client, on_tokio);
     on_tokio!(client.shutdown());
 }
@@ -139,7 +140,7 @@ fn tokio_system_reads_and_logout() {
 fn mio_system_reads_and_logout() {
     let world = loopback("mio");
     let client = connect_mio!(world.place.root.clone()).unwrap();
-    system_day!(client, blocking);
+    system_day!(client, world.place, blocking);
     logout_day!(client, blocking);
     client.shutdown();
 }

@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use super::Call;
 use crate::Plane;
-use crate::wire::{WireError, code};
+use crate::wire::{ClusterMetadata, WireError, code};
 
 /// An empty reply body, as `LOGOUT_USER` has; anything else is not its reply.
 fn empty(payload: &[u8]) -> Result<(), WireError> {
@@ -32,6 +32,21 @@ impl Call<()> {
     }
 }
 
+impl Call<ClusterMetadata> {
+    /// The cluster's name and its nodes with their roles and states
+    /// (`GET_CLUSTER_METADATA`, 12), as the node holding the session sees them: the same
+    /// read the router makes for its roster.
+    pub fn get_cluster_metadata() -> Self {
+        Call::command(
+            "get cluster metadata",
+            code::GET_CLUSTER_METADATA,
+            Bytes::new(),
+            Plane::Session,
+            ClusterMetadata::decode,
+        )
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -53,5 +68,24 @@ mod tests {
             .unwrap();
         let extra = Reply::Payload(ReplyPayload(Bytes::from_static(b"x")));
         assert!(Call::logout_user().reply.extract(extra).is_err());
+    }
+
+    #[test]
+    fn cluster_metadata_is_asked_of_the_session_and_a_short_reply_is_malformed() {
+        let call = Call::get_cluster_metadata();
+        let Request::Command(CommandRequest { code, body, plane }) = &call.request else {
+            panic!("not a command: {:?}", call.request);
+        };
+        assert_eq!(
+            (*code, body.len(), plane),
+            (code::GET_CLUSTER_METADATA, 0, &Plane::Session)
+        );
+        let short = Reply::Payload(ReplyPayload(Bytes::from_static(&[9, 0])));
+        assert!(matches!(
+            call.reply.extract(short),
+            Err(crate::client::ClientError::Request(
+                crate::RequestError::Malformed(_)
+            ))
+        ));
     }
 }

@@ -320,5 +320,10 @@ macro_rules! for_each_operation {
     /// Ends the session on the node holding it (`LOGOUT_USER`). The client keeps its
     /// credentials: its next request signs in again, as a new client on the same node.
     fn logout_user() -> () = $crate::client::Call::logout_user();
+
+    /// The cluster's name and nodes (roles, states, addresses), as the node holding the
+    /// session sees them.
+    fn get_cluster_metadata() -> $crate::wire::ClusterMetadata
+        = $crate::client::Call::get_cluster_metadata();
     } };
 }

@@ -32,6 +32,8 @@ pub struct Place {
     pub prefix: String,
     /// Spreads a new topic's primaries over the nodes, if the cluster can.
     pub spread: Option<Spread>,
+    /// How many nodes the cluster has.
+    pub nodes: usize,
 }
 
 impl Place {
@@ -318,8 +320,9 @@ macro_rules! metadata_day {
 
 /// The system reads: ping, me, the clients, one client, stats.
 macro_rules! system_day {
-    ($client:expr, $wait:ident) => {{
+    ($client:expr, $place:expr, $wait:ident) => {{
         let client = &$client;
+        let place: &sdk_day::Place = &$place;
         $wait!(client.ping()).unwrap();
         let me = $wait!(client.get_me()).unwrap();
         let clients = $wait!(client.get_clients()).unwrap();
@@ -334,6 +337,8 @@ macro_rules! system_day {
         assert_eq!($wait!(client.get_client(u32::MAX - 1)).unwrap(), None);
         let stats = $wait!(client.get_stats()).unwrap();
         assert!(stats.clients_count >= 1, "{stats:?}");
+        let cluster = $wait!(client.get_cluster_metadata()).unwrap();
+        assert_eq!(cluster.nodes.len(), place.nodes, "{cluster:?}");
     }};
 }
 
