@@ -98,7 +98,7 @@ pub mod routing;
 
 pub use config::{
     AddressProblem, Config, ConfigBuilder, ConfigError, ConnectionStringError, Credentials,
-    CredentialsProblem, Delivery, PollFrom,
+    CredentialsProblem, Delivery, PollFrom, TlsConfig, TlsError,
 };
 pub use event::{Event, LinkRole, ProtocolViolation, Stats};
 pub use ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};

@@ -40,6 +40,10 @@ pub enum ClientError {
     /// A stream, topic or consumer name the wire cannot carry.
     #[error("invalid argument: {0}")]
     Invalid(#[from] WireError),
+    /// TLS could not be set up (a CA file, a server name) or a node's certificate was not
+    /// accepted: reported by `connect` at once, as dialling again would not help.
+    #[error("tls: {0}")]
+    Tls(#[from] crate::config::TlsError),
     /// The session did not sign in within the connect budget.
     #[error("no session signed in within {after:?}")]
     ConnectTimedOut {
@@ -98,6 +102,7 @@ impl Clone for ClientError {
             Self::Io(error) => Self::Io(io::Error::new(error.kind(), error.to_string())),
             Self::ConnectionString(error) => Self::ConnectionString(error.clone()),
             Self::Invalid(error) => Self::Invalid(error.clone()),
+            Self::Tls(error) => Self::Tls(error.clone()),
             Self::ConnectTimedOut { after } => Self::ConnectTimedOut { after: *after },
             Self::UnexpectedReply { operation } => Self::UnexpectedReply { operation },
             Self::Closed => Self::Closed,

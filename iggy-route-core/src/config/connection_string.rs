@@ -20,7 +20,7 @@
 use std::time::Duration;
 
 use super::duration::sdk_duration;
-use super::{Config, Credentials};
+use super::{Config, Credentials, TlsConfig};
 use crate::wire::{Name, Password};
 
 const PLAIN_SCHEME: &str = "iggy://";
@@ -39,7 +39,9 @@ const EXPECTED_DURATION: &str = "a duration such as 5s, 100ms or 1h 30m";
 const EXPECTED_NONZERO_DURATION: &str = "a non-zero duration such as 5s or 100ms";
 const EXPECTED_BOOLEAN: &str = "true or false";
 const EXPECTED_RETRIES: &str = "unlimited or a count";
-const NO_TLS: &str = "TLS is not implemented yet; refused rather than connecting in plaintext";
+const TLS_OFF: &str = "TLS settings without tls=true would be ignored: plaintext";
+const EXPECTED_SERVER_NAME: &str = "a DNS name or an IP address";
+const EXPECTED_PATH: &str = "a file path";
 
 /// Why a connection string was not accepted. No variant carries the credentials or the
 /// address text (see the module documentation).
@@ -184,8 +186,9 @@ impl Config {
     ///   raises [`Config::reconnect_backoff_max`] to it if below, since the max caps the wait;
     /// - `reconnection_retries=unlimited` is what the router does anyway; a count is
     ///   refused (`Unsupported`): the router redials without limit;
-    /// - `tls=false` is what the router does anyway; `tls=true`, `tls_domain` and
-    ///   `tls_ca_file` are refused (`Unsupported`) until TLS exists;
+    /// - `tls=true` turns TLS on ([`Config::tls`]), `tls_domain=<name>` sets the name the
+    ///   nodes' certificates are checked against, `tls_ca_file=<path>` the PEM file of the
+    ///   authorities to trust; `tls=false` (the default) is plaintext;
     /// - `nodelay=true` changes nothing: both adapters set `TCP_NODELAY` on every link
     ///   they open. `nodelay=false` is refused (`Unsupported`): they never turn Nagle on;
     /// - `reestablish_after=<duration>` is refused (`Unsupported`): the router paces
@@ -195,8 +198,9 @@ impl Config {
     /// and `none` mean zero, otherwise terms such as `5s`, `100ms`, `1.5h` or `1h 30m`.
     ///
     /// Deliberate differences from the SDK, each refusing what it would accept unless said:
-    /// - the refusals above (`tls=true`, TLS options, retry counts, `nodelay=false`,
-    ///   `reestablish_after`);
+    /// - the refusals above (retry counts, `nodelay=false`, `reestablish_after`);
+    /// - `tls_domain` or `tls_ca_file` without `tls=true` (`Unsupported`): the SDK keeps
+    ///   them and connects in plaintext;
     /// - `tls` and `nodelay` take only `true` or `false`: the SDK reads any other value,
     ///   `TRUE` or `yes` included, as `false`, which for `tls` would mean plaintext;
     /// - a heartbeat or reconnection interval above 24 hours (`OutOfRange`);
@@ -392,6 +396,18 @@ fn apply_options(config: &mut Config, options: &str) -> Result<(), ConnectionStr
         seen.push(option);
         apply_option(config, option, value)?;
     }
+    // The SDK keeps `tls_domain` and `tls_ca_file` without `tls=true` and connects in
+    // plaintext: a string that names a CA but turns nothing on is a mistake to point out.
+    let tls_on = options.split('&').any(|pair| pair == "tls=true");
+    if !tls_on {
+        if let Some(option) = [TcpOption::TlsDomain, TcpOption::TlsCaFile]
+            .into_iter()
+            .find(|option| seen.contains(option))
+        {
+            return Err(option.unsupported(TLS_OFF));
+        }
+        config.tls = None;
+    }
     // The backoff doubles from the initial wait but is capped by the max: a max below the
     // requested interval would quietly shorten it.
     config.reconnect_backoff_max = config
@@ -408,10 +424,26 @@ fn apply_option(
     match option {
         TcpOption::Tls => match value {
             "false" => Ok(()),
-            "true" => Err(option.unsupported(NO_TLS)),
+            "true" => {
+                config.tls.get_or_insert_with(TlsConfig::default);
+                Ok(())
+            }
             _ => Err(option.invalid(EXPECTED_BOOLEAN)),
         },
-        TcpOption::TlsDomain | TcpOption::TlsCaFile => Err(option.unsupported(NO_TLS)),
+        TcpOption::TlsDomain => {
+            if value.is_empty() || value.len() > 253 {
+                return Err(option.invalid(EXPECTED_SERVER_NAME));
+            }
+            config.tls.get_or_insert_with(TlsConfig::default).domain = Some(value.to_owned());
+            Ok(())
+        }
+        TcpOption::TlsCaFile => {
+            if value.is_empty() {
+                return Err(option.invalid(EXPECTED_PATH));
+            }
+            config.tls.get_or_insert_with(TlsConfig::default).ca_file = Some(value.into());
+            Ok(())
+        }
         TcpOption::ReconnectionRetries => {
             if value == "unlimited" {
                 Ok(())

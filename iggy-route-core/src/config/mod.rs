@@ -8,9 +8,11 @@ use crate::wire::Password;
 
 mod connection_string;
 mod duration;
+mod tls;
 mod validate;
 
 pub use connection_string::{AddressProblem, ConnectionStringError, CredentialsProblem};
+pub use tls::{TlsConfig, TlsError};
 pub use validate::{ConfigBuilder, ConfigError};
 
 /// How to sign in. The secret never appears in `Debug` output or logs.
@@ -139,11 +141,12 @@ pub struct Config {
     pub delivery: Delivery,
     /// Which node serves a poll of one partition.
     pub poll_from: PollFrom,
-    /// For this long after one of our own metadata writes, a read that says a stream or
-    /// topic does not exist is not believed but read again (with backoff, within the
-    /// request's deadline): the node that answered may not have applied the write yet (a
-    /// real cluster's followers lag their leader by up to half a second). Zero believes
-    /// every answer.
+    /// For this long after one of our own metadata writes, metadata reads go to the
+    /// metadata leader, which committed the write, and a read that says a stream or topic
+    /// does not exist (from a node that answered a read sent before the write succeeded)
+    /// is not believed but read again (with backoff, within the request's deadline): a
+    /// real cluster's followers apply a write up to half a second after their leader. Zero
+    /// reads from the coordinator and believes every answer.
     pub own_write_settle: Duration,
     /// Most messages one `SEND_MESSAGES` frame carries when sends queued for one partition
     /// are merged into it (coalescing: while a partition's write is in flight, the sends
@@ -166,6 +169,9 @@ pub struct Config {
     /// round trips instead of three. A wrong name costs one more refusal, after which the
     /// usual lookup or discovery decides. On by default.
     pub follow_refusal_view: bool,
+    /// TLS on every link (`None`, the default: plaintext). The adapters do the TLS; the
+    /// core sees the same bytes either way.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Config {
@@ -205,6 +211,7 @@ impl Config {
             coalesce_max_bytes: 1024 * 1024,
             linger: Duration::ZERO,
             follow_refusal_view: true,
+            tls: None,
         }
     }
 }
@@ -244,7 +251,7 @@ mod tests {
             format!("iggy://Uq3vX:{secret}@host-without-port"),
             format!("iggy://Uq3vX:{secret}@h:99999"),
             format!("iggy://Uq3vX:{secret}@h:1:{secret}"),
-            format!("iggy://Uq3vX:{secret}@h:1?tls=true"),
+            format!("iggy://Uq3vX:{secret}@h:1?tls=true&tls=true"),
             format!("iggy://Uq3vX:{secret}@h:1?bogus=1"),
             format!("iggy://Uq3vX:{secret}@h:1?heartbeat_interval=x"),
             format!("iggy://Uq3vX:{secret}@h:1?"),
@@ -259,7 +266,7 @@ mod tests {
             format!("Uq3vX:{secret}@h:1"),
             format!("iggy://Uq3vX:{secret}%40h:1"),
             format!("iggy://Uq3vX:{secret} é€ \t@h:1?nodelay=maybe"),
-            format!("iggy+tcp://Uq3vX:{secret}@h:1?tls_domain=x&tls=true"),
+            format!("iggy+tcp://Uq3vX:{secret}@h:1?tls_domain=x&tls=maybe"),
             format!("iggy://Uq3vX:{secret}@h:1?heartbeat_interval=1s&heartbeat_interval=2s"),
             "iggy://iggy:pw@127.0.0.1:1?x@host:8090".to_owned(),
             "iggy://a@b:c?d".to_owned(),

@@ -13,6 +13,12 @@ pub enum ConfigError {
     /// No seed address.
     #[error("no seed address")]
     NoSeeds,
+    /// The TLS settings cannot be used as given.
+    #[error("invalid TLS settings: {problem}")]
+    Tls {
+        /// What is wrong.
+        problem: &'static str,
+    },
     /// A seed that is not `host:port` with a port from 1 to 65535.
     #[error("seed {0:?} is not host:port")]
     Seed(String),
@@ -77,6 +83,27 @@ impl Config {
             && Name::new(username.clone()).is_err()
         {
             return Err(ConfigError::Username);
+        }
+        if let Some(tls) = &self.tls {
+            let domain_ok = tls.domain.as_ref().is_none_or(|domain| {
+                !domain.is_empty()
+                    && domain.len() <= 253
+                    && !domain.chars().any(|c| c.is_whitespace() || c.is_control())
+            });
+            if !domain_ok {
+                return Err(ConfigError::Tls {
+                    problem: "tls domain must be 1 to 253 characters without spaces",
+                });
+            }
+            if tls
+                .ca_file
+                .as_ref()
+                .is_some_and(|path| path.as_os_str().is_empty())
+            {
+                return Err(ConfigError::Tls {
+                    problem: "tls CA file path is empty",
+                });
+            }
         }
         for (field, value) in [
             ("client_name", &self.client_name),
@@ -226,6 +253,13 @@ impl ConfigBuilder {
         coalesce_max_bytes: u32,
         linger: Duration,
         follow_refusal_view: bool,
+    }
+
+    /// Sets [`Config::tls`]: TLS on every link.
+    #[must_use]
+    pub fn tls(mut self, value: super::TlsConfig) -> Self {
+        self.config.tls = Some(value);
+        self
     }
 
     /// The configuration, if every field is acceptable.

@@ -55,6 +55,9 @@ pub enum ConnectError {
     /// The node refused or did not answer.
     #[error("connection refused or unreachable")]
     Unreachable,
+    /// The TLS session could not be set up or was not accepted.
+    #[error("tls: {0}")]
+    Tls(crate::config::TlsError),
     /// Any other transport error.
     #[error("{0}")]
     Other(String),

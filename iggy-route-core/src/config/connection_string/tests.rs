@@ -142,9 +142,10 @@ fn options_the_router_cannot_honour_are_refused_by_name() {
     let unsupported =
         |option| move |error: &E| matches!(error, E::Unsupported { option: o, .. } if *o == option);
     for (options, option) in [
-        ("tls=true", "tls"),
+        // Without tls=true the SDK keeps these and connects in plaintext.
         ("tls_domain=example.com", "tls_domain"),
         ("tls_ca_file=/ca.pem", "tls_ca_file"),
+        ("tls=false&tls_ca_file=/ca.pem", "tls_ca_file"),
         ("reconnection_retries=3", "reconnection_retries"),
         ("reestablish_after=5s", "reestablish_after"),
         ("reestablish_after=0", "reestablish_after"),
@@ -153,6 +154,35 @@ fn options_the_router_cannot_honour_are_refused_by_name() {
         let error = with_options(options).unwrap_err();
         assert!(unsupported(option)(&error), "{options}: {error:?}");
         assert!(error.to_string().contains(option), "{error}");
+    }
+}
+
+#[test]
+fn tls_options_set_the_tls_config_in_any_order() {
+    let on = with_options("tls=true").unwrap();
+    assert_eq!(on.tls, Some(crate::config::TlsConfig::default()));
+    for options in [
+        "tls=true&tls_domain=localhost&tls_ca_file=/etc/iggy/ca.pem",
+        "tls_ca_file=/etc/iggy/ca.pem&tls_domain=localhost&tls=true",
+    ] {
+        let config = with_options(options).unwrap();
+        let tls = config.tls.unwrap();
+        assert_eq!(tls.domain.as_deref(), Some("localhost"));
+        assert_eq!(
+            tls.ca_file.as_deref(),
+            Some(std::path::Path::new("/etc/iggy/ca.pem"))
+        );
+    }
+    assert_eq!(with_options("tls=false").unwrap().tls, None);
+    for (options, option) in [
+        ("tls=true&tls_domain=", "tls_domain"),
+        ("tls=true&tls_ca_file=", "tls_ca_file"),
+    ] {
+        let error = with_options(options).unwrap_err();
+        assert!(
+            matches!(&error, E::InvalidValue { option: o, .. } if *o == option),
+            "{options}: {error:?}"
+        );
     }
 }
 
