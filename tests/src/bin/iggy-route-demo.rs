@@ -94,6 +94,12 @@ struct Args {
     /// Keep the SDK's default `nodelay=false` (Nagle on: ~40 ms per send on loopback).
     #[arg(long)]
     sdk_nagle: bool,
+    /// The embedded cluster serves TLS only (a certificate for `localhost` made at start)
+    /// and every client, the SDK's included, connects with TLS trusting its CA
+    /// (`tls=true&tls_domain=localhost&tls_ca_file=...`). Run once with and once without to
+    /// see what TLS costs per send.
+    #[arg(long)]
+    tls: bool,
     /// On the embedded cluster: every commit of a partition write takes N ms before its
     /// reply (0: at once), as a slow disk or a distant replica would make it. Only the
     /// connection that sent it waits; the node goes on answering the others.
@@ -121,6 +127,11 @@ fn main() -> ExitCode {
         eprintln!("--seconds and --failover-seconds must be positive, --producers at least 1");
         return ExitCode::FAILURE;
     }
+    if args.cluster.is_some() && args.tls {
+        // The real cluster's TLS settings (its certificate's name and CA) are its own.
+        eprintln!("--tls applies to the embedded cluster, not to --cluster");
+        return ExitCode::FAILURE;
+    }
     if args.cluster.is_some() && args.slow_commit_ms > 0 {
         // A real cluster commits at its own pace: the figure would be a false label.
         eprintln!("--slow-commit-ms applies to the embedded cluster, not to --cluster");
@@ -138,6 +149,7 @@ fn main() -> ExitCode {
         epoch: None,
         outage: None,
         follow_refusal_view: !args.ignore_refusal_view,
+        tls: args.tls,
     };
     if args.crash_node >= NODES && args.cluster.is_none() {
         eprintln!("--crash-node must be a node of the {NODES}-node embedded cluster");
@@ -177,7 +189,7 @@ fn main() -> ExitCode {
         println!("{warning}");
     }
     let slow_commit_ms = args.cluster.is_none().then_some(args.slow_commit_ms);
-    let json = report::json(&rows, slow_commit_ms);
+    let json = report::json(&rows, slow_commit_ms, args.tls);
     write_results(&args.out, &json, &rows);
     if args.json {
         println!("{json}");
@@ -247,7 +259,7 @@ fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
         "iggy-route demo: {NODES}-node loopback cluster, topic of {PARTITIONS} partitions, \
          loads {}, {} producers, messages of {} B, {:.1} s per run ({:.1} s with faults: a \
          move every {} ms; node {} crashing, its partitions moving {} ms later), fresh cluster \
-         per run, slow commit {} ms; producer window {} messages; SDK with nodelay={}",
+         per run, slow commit {} ms; producer window {} messages; SDK with nodelay={}; {}",
         describe_loads(&args.loads),
         load.producers,
         load.payload_bytes,
@@ -261,7 +273,12 @@ fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
             || "1,000 (batch100) / 500 (single-message)".to_owned(),
             |w| w.to_string()
         ),
-        load.sdk_nodelay
+        load.sdk_nodelay,
+        if load.tls {
+            "every client over TLS (rustls, ring)"
+        } else {
+            "plaintext"
+        }
     );
     let commit = Duration::from_millis(args.slow_commit_ms);
     let faults = FaultSettings {

@@ -4,7 +4,9 @@
 //! The driver only moves bytes: it reads frames with `wire::FrameDecoder`, hands each
 //! request to the connection's [`NodeConnection`], and writes the one reply back. Every
 //! decision is in the sans-IO model. Faults (stopped nodes, dropped connections, slow
-//! replies) are applied here because they are about sockets and time.
+//! replies) are applied here because they are about sockets and time. A TLS cluster
+//! (`ClusterConfig::tls`) runs each accepted socket through the handshake first (`tls.rs`)
+//! and then serves the same frames over the TLS stream.
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, BytesMut};
 use iggy_route_core::wire::{DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder, SendMessagesRequest};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
@@ -23,6 +25,7 @@ use super::adversary::{Adversary, AdversaryCounts, Misbehaviour, Verdict};
 use super::handlers_metadata::lookup;
 use super::node::NodeConnection;
 use super::state::{ClusterConfig, ClusterState, NodeId};
+use super::tls::ServerTls;
 
 /// Per-node runtime: the listener task, the connection tasks and the reply delay.
 #[derive(Debug)]
@@ -46,6 +49,8 @@ pub(crate) struct Shared {
     /// partition (stream, topic, partition ids), oldest first; at most
     /// [`REFUSAL_LOG_LIMIT`] entries (later ones are not kept).
     refused_sends: Mutex<Vec<RefusedSend>>,
+    /// The certificate and acceptor every node serves TLS with; `None`: plaintext.
+    tls: Option<ServerTls>,
 }
 
 /// When a send was refused, and its partition's (stream, topic, partition) ids.
@@ -60,6 +65,10 @@ impl Shared {
     /// so a poisoned lock is used as is.
     pub(crate) fn state(&self) -> MutexGuard<'_, ClusterState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn tls(&self) -> Option<&ServerTls> {
+        self.tls.as_ref()
     }
 
     fn node(&self, node: NodeId) -> &NodeRuntime {
@@ -92,8 +101,13 @@ impl TestCluster {
     /// Start a cluster with explicit settings.
     ///
     /// # Panics
-    /// If a loopback listener cannot be bound, or `config.nodes` is out of range.
+    /// If a loopback listener cannot be bound, `config.nodes` is out of range, or (with
+    /// `config.tls`) the certificates cannot be made or `ca.pem` written.
     pub async fn start_with(config: ClusterConfig) -> TestCluster {
+        let tls = config.tls.as_ref().map(|certificate| {
+            ServerTls::new(certificate)
+                .unwrap_or_else(|error| panic!("make the cluster's TLS certificates: {error}"))
+        });
         let mut state = ClusterState::new(&config);
         let mut listeners = Vec::with_capacity(config.nodes);
         let mut runtimes = Vec::with_capacity(config.nodes);
@@ -120,6 +134,7 @@ impl TestCluster {
             adversary: Mutex::new(Adversary::new(config.nodes)),
             started: Instant::now(),
             refused_sends: Mutex::new(Vec::new()),
+            tls,
         });
         for (node, listener) in listeners.into_iter().enumerate() {
             let task = tokio::spawn(accept_loop(Arc::clone(&shared), node, listener));
@@ -144,16 +159,25 @@ impl TestCluster {
     }
 
     /// `iggy://iggy:iggy@127.0.0.1:p0,127.0.0.1:p1,...`: every node, for clients that take
-    /// a seed list. The 0.11.0 SDK accepts a single address only: use
-    /// [`TestCluster::sdk_connection_string`] for it.
+    /// a seed list; a TLS cluster's ends in [`TestCluster::tls_options`] after a `?`. The
+    /// 0.11.0 SDK accepts a single address only: use [`TestCluster::sdk_connection_string`]
+    /// for it.
     pub fn connection_string(&self) -> String {
         let addrs: Vec<String> = self.addrs().iter().map(SocketAddr::to_string).collect();
-        format!("iggy://iggy:iggy@{}", addrs.join(","))
+        self.with_tls_options(format!("iggy://iggy:iggy@{}", addrs.join(",")))
     }
 
-    /// `iggy://iggy:iggy@127.0.0.1:port` of one node, in the form the 0.11.0 SDK parses.
+    /// `iggy://iggy:iggy@127.0.0.1:port` of one node, in the form the 0.11.0 SDK parses
+    /// (with the TLS options of a TLS cluster, which it parses too).
     pub fn sdk_connection_string(&self, node: NodeId) -> String {
-        format!("iggy://iggy:iggy@{}", self.addr(node))
+        self.with_tls_options(format!("iggy://iggy:iggy@{}", self.addr(node)))
+    }
+
+    fn with_tls_options(&self, plain: String) -> String {
+        match self.tls_options() {
+            Some(options) => format!("{plain}?{options}"),
+            None => plain,
+        }
     }
 
     /// Stop a node: close its listener (new connections are refused) and drop every open
@@ -264,8 +288,12 @@ async fn accept_loop(shared: Arc<Shared>, node: NodeId, listener: TcpListener) {
         let _ = stream.set_nodelay(true);
         let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
         debug!(node, connection = id, %peer, "accepted");
-        let connection = OpenConnection::open(Arc::clone(&shared), node, id);
-        let task = tokio::spawn(serve(connection, stream));
+        let task = if shared.tls.is_some() {
+            tokio::spawn(serve_tls(Arc::clone(&shared), node, id, stream))
+        } else {
+            let connection = OpenConnection::open(Arc::clone(&shared), node, id);
+            tokio::spawn(serve(connection, stream))
+        };
         let mut connections = lock(&shared.node(node).connections);
         connections.retain(|_, task| !task.is_finished());
         connections.insert(id, task);
@@ -309,7 +337,26 @@ fn now_micros() -> u64 {
         .unwrap_or(0)
 }
 
-async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
+/// Serves one connection of a TLS cluster: the handshake, then the frames as over plain
+/// TCP. The connection joins the model only once the handshake succeeded, so a client that
+/// never got through (plaintext, or rejecting the certificate) has no session or stats.
+async fn serve_tls(shared: Arc<Shared>, node: NodeId, id: u64, stream: TcpStream) {
+    let Some(tls) = shared.tls() else {
+        return;
+    };
+    let Some(stream) = tls.accept(node, id, stream).await else {
+        return;
+    };
+    let connection = OpenConnection::open(Arc::clone(&shared), node, id);
+    serve(connection, stream).await;
+}
+
+/// Serves frames until the client closes, a fault or a bad frame ends the connection.
+/// Generic so that plain TCP runs exactly the code it ran before TLS existed.
+async fn serve<S>(mut connection: OpenConnection, mut stream: S)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut decoder = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {
@@ -360,7 +407,8 @@ async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
-                if stream.write_all(&reply).await.is_err() {
+                // TLS holds the reply's records until flushed; flushing TCP does nothing.
+                if stream.write_all(&reply).await.is_err() || stream.flush().await.is_err() {
                     return;
                 }
             }
@@ -377,198 +425,5 @@ async fn serve(mut connection: OpenConnection, mut stream: TcpStream) {
                 return;
             }
         }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use std::io;
-
-    use bytes::Bytes;
-    use iggy_route_core::wire::{
-        LoginRegisterReply, LoginRegisterRequest, Name, Operation, PROTOCOL_VERSION, Password,
-        RequestHeader, SDK_NAME, SDK_VERSION, code, decode_one, split_result,
-    };
-
-    use super::*;
-    use crate::cluster::state::Lag;
-
-    /// Send one request and read the one frame that answers it.
-    async fn exchange(
-        stream: &mut TcpStream,
-        header: RequestHeader,
-        body: &[u8],
-    ) -> io::Result<Frame> {
-        let mut out = BytesMut::new();
-        header.encode(&mut out);
-        out.extend_from_slice(body);
-        stream.write_all(&out).await?;
-        let mut frame = vec![0u8; 256];
-        stream.read_exact(&mut frame).await?;
-        let size = u32::from_le_bytes(frame[48..52].try_into().unwrap()) as usize;
-        frame.resize(size, 0);
-        stream.read_exact(&mut frame[256..]).await?;
-        Ok(decode_one(&frame).unwrap())
-    }
-
-    async fn ping(stream: &mut TcpStream) -> io::Result<Frame> {
-        let header = RequestHeader::new(Operation::NonReplicated, code::PING, 1, 0, 1, 0);
-        exchange(stream, header, &[]).await
-    }
-
-    async fn login(stream: &mut TcpStream, client: u128) -> Frame {
-        let request = LoginRegisterRequest {
-            protocol_version: PROTOCOL_VERSION,
-            sdk_name: Name::new(SDK_NAME).unwrap(),
-            sdk_version: Name::new(SDK_VERSION).unwrap(),
-            username: Name::new("iggy").unwrap(),
-            password: Password::new("iggy").unwrap(),
-            context: Bytes::new(),
-        };
-        let mut body = BytesMut::new();
-        request.encode(&mut body);
-        let header = RequestHeader::new(Operation::Register, 0, client, 0, 0, body.len());
-        exchange(stream, header, &body).await.unwrap()
-    }
-
-    async fn eventually(mut check: impl FnMut() -> bool) {
-        for _ in 0..200 {
-            if check() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        panic!("condition not reached within a second");
-    }
-
-    #[tokio::test]
-    async fn five_nodes_start_answer_and_stop_in_milliseconds() {
-        let started = Instant::now();
-        let cluster = TestCluster::start(5).await;
-        for addr in cluster.addrs() {
-            let mut stream = TcpStream::connect(addr).await.unwrap();
-            assert!(
-                matches!(ping(&mut stream).await.unwrap(), Frame::Reply { header, .. } if header.status == 0)
-            );
-        }
-        cluster.shutdown().await;
-        assert!(
-            started.elapsed() < Duration::from_millis(500),
-            "took {:?}",
-            started.elapsed()
-        );
-    }
-
-    #[tokio::test]
-    async fn a_stopped_node_refuses_connections_and_restarts_on_its_port() {
-        let cluster = TestCluster::start(2).await;
-        let addr = cluster.addr(1);
-        let mut open = TcpStream::connect(addr).await.unwrap();
-        assert!(matches!(login(&mut open, 9).await, Frame::Reply { .. }));
-        assert_eq!(cluster.live_sessions(), 1);
-
-        cluster.stop_node(1).await;
-        assert!(
-            TcpStream::connect(addr).await.is_err(),
-            "a stopped node refuses connections"
-        );
-        assert!(
-            ping(&mut open).await.is_err(),
-            "its open connections are dropped"
-        );
-        assert_eq!(cluster.stats(1).open_connections, 0);
-        assert_eq!(
-            cluster.live_sessions(),
-            0,
-            "dropped connections end their sessions"
-        );
-
-        cluster.restart_node(1).await;
-        assert_eq!(cluster.addr(1), addr);
-        let mut again = TcpStream::connect(addr).await.unwrap();
-        assert!(ping(&mut again).await.is_ok());
-        assert_eq!(cluster.stats(1).connections_total, 2);
-    }
-
-    #[tokio::test]
-    async fn dropping_connections_keeps_the_node_accepting() {
-        let cluster = TestCluster::start(1).await;
-        let mut first = TcpStream::connect(cluster.addr(0)).await.unwrap();
-        login(&mut first, 3).await;
-        cluster.drop_connections(0);
-        assert!(ping(&mut first).await.is_err());
-        eventually(|| cluster.live_sessions() == 0 && cluster.stats(0).open_connections == 0).await;
-        let mut second = TcpStream::connect(cluster.addr(0)).await.unwrap();
-        assert!(ping(&mut second).await.is_ok());
-        assert_eq!(cluster.stats(0).requests(code::PING), 1);
-    }
-
-    #[tokio::test]
-    async fn a_reply_delay_holds_every_reply_of_that_node() {
-        let cluster = TestCluster::start(2).await;
-        cluster.set_reply_delay(0, Duration::from_millis(150));
-        let mut slow = TcpStream::connect(cluster.addr(0)).await.unwrap();
-        let mut fast = TcpStream::connect(cluster.addr(1)).await.unwrap();
-        let started = Instant::now();
-        ping(&mut fast).await.unwrap();
-        assert!(started.elapsed() < Duration::from_millis(100));
-        ping(&mut slow).await.unwrap();
-        assert!(started.elapsed() >= Duration::from_millis(150));
-        cluster.set_reply_delay(0, Duration::ZERO);
-    }
-
-    #[tokio::test]
-    async fn a_slow_commit_holds_the_reply_of_the_send_only() {
-        // Large enough that a ping on an idle loopback connection answers well within it.
-        let slow = Duration::from_millis(800);
-        let cluster = TestCluster::start_with(ClusterConfig {
-            lag: Lag {
-                partition_commit: slow,
-                ..Lag::REAL_CLUSTER
-            },
-            ..ClusterConfig::new(2)
-        })
-        .await;
-        let (stream, topic) = cluster.create_stream_and_topic("s", "t", 1);
-        assert_eq!(cluster.primary(stream, topic, 0), Some(0));
-        let mut writer = TcpStream::connect(cluster.addr(0)).await.unwrap();
-        let Frame::Reply { body, .. } = login(&mut writer, 7).await else {
-            panic!("login answered with something other than a reply");
-        };
-        let session = LoginRegisterReply::decode(split_result(&body).unwrap().unwrap())
-            .unwrap()
-            .session;
-        let mut other = TcpStream::connect(cluster.addr(0)).await.unwrap();
-
-        let body = crate::cluster::testkit::send_body(stream, topic, 0, &["m"]);
-        let header = RequestHeader::new(Operation::SendMessages, 0, 7, session, 1, body.len());
-        let started = Instant::now();
-        let mut sending = tokio::spawn(async move {
-            let reply = exchange(&mut writer, header, &body).await.unwrap();
-            (reply, started.elapsed())
-        });
-        eventually(|| cluster.partition_len(stream, topic, 0) == 1).await;
-        // The send is applied and its reply is waiting for the commit: the same node still
-        // answers another connection at once.
-        tokio::select! {
-            biased;
-            _ = &mut sending => panic!("the send's reply came before a ping on another connection"),
-            pinged = ping(&mut other) => assert!(pinged.is_ok()),
-        }
-        let (reply, took) = sending.await.unwrap();
-        assert!(matches!(reply, Frame::Reply { header, .. } if header.status == 0));
-        assert!(took >= slow, "the send's reply came after {took:?}");
-    }
-
-    #[tokio::test]
-    async fn an_undecodable_frame_closes_the_connection() {
-        let cluster = TestCluster::start(1).await;
-        let mut stream = TcpStream::connect(cluster.addr(0)).await.unwrap();
-        let mut garbage = vec![0u8; 256];
-        garbage[48] = 10; // size 10 < 256
-        stream.write_all(&garbage).await.unwrap();
-        let mut byte = [0u8; 1];
-        assert_eq!(stream.read(&mut byte).await.unwrap_or(0), 0);
     }
 }

@@ -6,7 +6,8 @@
 //!   each partition's primary), and [`NodeConnection`] turns one decoded request on one
 //!   connection into the one reply frame the real server would send (protocol §8, §9, §13);
 //! - a tokio driver, [`TestCluster`], that runs 1 to 5 nodes on `127.0.0.1:0` and exposes
-//!   the control API for scripted faults and the counters tests assert on.
+//!   the control API for scripted faults and the counters tests assert on. It serves
+//!   plain TCP, or TLS with a certificate made at start (`ClusterConfig::tls`).
 //!
 //! The deterministic simulation drives the same model without sockets.
 
@@ -17,6 +18,8 @@ mod authz;
 mod catalog;
 mod control;
 mod driver;
+#[cfg(test)]
+mod driver_tests;
 mod handlers_admin;
 mod handlers_messages;
 mod handlers_metadata;
@@ -31,12 +34,17 @@ mod node;
 mod outcome;
 mod partition;
 mod permissioner;
+#[cfg(test)]
+mod raw_client;
 mod state;
 #[cfg(test)]
 mod system_tests;
 mod target;
 #[cfg(test)]
 mod testkit;
+pub mod tls;
+#[cfg(test)]
+mod tls_tests;
 #[cfg(test)]
 mod tokens_tests;
 mod users;
@@ -52,6 +60,7 @@ pub use outcome::Outcome;
 pub use partition::{NewMessage, OffsetOwner, Partition, StoredMessage};
 pub use permissioner::Permissioner;
 pub use state::{ClusterConfig, ClusterState, Lag, NodeId, NodeInfo, NodeStats, SessionRecord};
+pub use tls::{ServerCertificate, TLS_DOMAIN};
 pub use users::{
     MAX_TOKENS_PER_USER, ROOT_PASSWORD, ROOT_USER_ID, ROOT_USERNAME, Token, User, Users,
 };

@@ -19,6 +19,7 @@ use iggy_route_core::wire::{Password, Permissions, UserStatus};
 
 use super::catalog::Catalog;
 use super::log::Retention;
+use super::tls::ServerCertificate;
 use super::users::Users;
 
 /// Index of a node in the cluster, `0..nodes`.
@@ -41,6 +42,10 @@ pub struct ClusterConfig {
     pub first_id: u32,
     /// How much of each partition's payloads the cluster holds (see [`Retention`]).
     pub retention: Retention,
+    /// When set, every node accepts TLS 1.2/1.3 connections only, presenting this
+    /// certificate (made at start; see `TestCluster::tls_ca_file`). The model does not
+    /// see it: it is the driver's, as TLS is the transport's.
+    pub tls: Option<ServerCertificate>,
 }
 
 impl ClusterConfig {
@@ -54,6 +59,7 @@ impl ClusterConfig {
             lag: Lag::REAL_CLUSTER,
             first_id: 0,
             retention: Retention::default(),
+            tls: None,
         }
     }
 }

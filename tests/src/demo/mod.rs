@@ -204,6 +204,10 @@ pub struct Load {
     /// iggy-route's `Config::follow_refusal_view` (the demo's `--ignore-refusal-view`
     /// turns it off to measure a move without it).
     pub follow_refusal_view: bool,
+    /// The embedded cluster serves TLS only, and every client (iggy-route through its
+    /// connection string, the SDK through its own) connects with TLS, trusting the
+    /// cluster's CA: the demo's `--tls`, to show what TLS costs per send.
+    pub tls: bool,
 }
 
 impl Load {

@@ -240,9 +240,11 @@ pub fn warnings(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
-/// `{"slow_commit_ms":N,"results":[...]}` on one line. `slow_commit_ms` is the embedded
-/// cluster's commit time, `null` on a real cluster (whose commit time is its own).
-pub fn json(rows: &[Row], slow_commit_ms: Option<u64>) -> String {
+/// `{"slow_commit_ms":N,"tls":B,"results":[...]}` on one line. `slow_commit_ms` is the
+/// embedded cluster's commit time, `null` on a real cluster (whose commit time is its own);
+/// `tls` says whether every client spoke TLS, so that figures with and without it are never
+/// compared unawares.
+pub fn json(rows: &[Row], slow_commit_ms: Option<u64>, tls: bool) -> String {
     let entries: Vec<String> = rows
         .iter()
         .map(|row| {
@@ -291,7 +293,7 @@ pub fn json(rows: &[Row], slow_commit_ms: Option<u64>) -> String {
         .collect();
     let slow_commit_ms = slow_commit_ms.map_or_else(|| "null".to_owned(), |ms| ms.to_string());
     format!(
-        "{{\"slow_commit_ms\":{slow_commit_ms},\"results\":[{}]}}",
+        "{{\"slow_commit_ms\":{slow_commit_ms},\"tls\":{tls},\"results\":[{}]}}",
         entries.join(",")
     )
 }

@@ -90,7 +90,7 @@ pub fn run_embedded(
 ) -> Result<Row, String> {
     let cluster = runtimes
         .cluster
-        .block_on(EmbeddedCluster::start(scenario, commit));
+        .block_on(EmbeddedCluster::start(scenario, commit, load.tls));
     let plan = embedded_plan(scenario, load, faults);
     let mut load = *load;
     if let Some(plan) = &plan {

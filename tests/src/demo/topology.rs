@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cluster::{ClusterConfig, Lag, Lookup, TestCluster};
+use crate::cluster::{ClusterConfig, Lag, Lookup, ServerCertificate, TestCluster};
 
 use super::failover::Fault;
 use super::{NODES, PARTITIONS, STREAM_NAME, Scenario, TOPIC_NAME};
@@ -36,13 +36,15 @@ impl EmbeddedCluster {
     /// Starts the cluster on the current tokio runtime and lays the topic out for
     /// `scenario`: `single` keeps every primary on the metadata leader (node 0), `split`
     /// moves partition `p`'s primary to node `p % 3` as failovers would. Every commit of a
-    /// partition write holds its reply for `commit` (see [`Lag::partition_commit`]).
-    pub async fn start(scenario: Scenario, commit: Duration) -> Self {
+    /// partition write holds its reply for `commit` (see [`Lag::partition_commit`]). With
+    /// `tls`, every node serves TLS only, and the connection strings say how to reach it.
+    pub async fn start(scenario: Scenario, commit: Duration, tls: bool) -> Self {
         let config = ClusterConfig {
             lag: Lag {
                 partition_commit: commit,
                 ..Lag::REAL_CLUSTER
             },
+            tls: tls.then_some(ServerCertificate::Valid),
             ..ClusterConfig::new(NODES)
         };
         let cluster = TestCluster::start_with(config).await;
@@ -62,20 +64,21 @@ impl EmbeddedCluster {
         }
     }
 
-    /// iggy-route's connection string: every node as a seed.
+    /// iggy-route's connection string: every node as a seed (and the TLS options of a TLS
+    /// cluster).
     pub fn connection_string(&self) -> String {
         self.cluster.connection_string()
     }
 
-    /// The SDK's connection string: one node, the metadata leader; `nodelay` turns
-    /// Nagle's algorithm off on its socket.
+    /// The SDK's connection string: one node, the metadata leader (and the TLS options of
+    /// a TLS cluster); `nodelay` turns Nagle's algorithm off on its socket.
     pub fn sdk_connection_string(&self, nodelay: bool) -> String {
-        let plain = self.cluster.sdk_connection_string(SESSION_NODE);
-        if nodelay {
-            format!("{plain}?nodelay=true")
-        } else {
-            plain
+        let base = self.cluster.sdk_connection_string(SESSION_NODE);
+        if !nodelay {
+            return base;
         }
+        let separator = if base.contains('?') { '&' } else { '?' };
+        format!("{base}{separator}nodelay=true")
     }
 
     /// Refusals and logins so far.
