@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, info_span};
 
 use crate::driver::{Admission, Command, Driver, IO_QUEUE_LEN};
+use crate::tls::Tls;
 
 /// Where the driver answers one handed-off request.
 pub(crate) type Answer = oneshot::Receiver<Result<Reply, ClientError>>;
@@ -52,10 +53,34 @@ impl Client {
     /// within a few `config.connect_timeout`s, and with `RequestError::SignIn` when the
     /// credentials were refused.
     ///
+    /// With `config.tls`, every link is TLS (1.3 or 1.2), and `connect` fails with
+    /// `ClientError::Tls`:
+    /// - before any I/O, for a CA file that cannot be read or holds no certificate
+    ///   (`TlsError::CaFile`), or a name to verify that is no DNS name or IP address
+    ///   (`TlsError::InvalidServerName`);
+    /// - as soon as a node's certificate is refused (`NameMismatch`,
+    ///   `CertificateRejected`): dialling again would not change it;
+    /// - with `TlsError::NotTls` once every seed has shown it does not speak TLS, without
+    ///   waiting out the budget (until then the router tries the next seed). A node shows
+    ///   it by answering the ClientHello with bytes that are no TLS, by closing the
+    ///   connection on it, or, as a plaintext Iggy node does, by waiting in silence for the
+    ///   rest of a 256-byte header: a handshake without a result after a quarter of
+    ///   `connect_timeout` (at most 1 s) is checked with a plaintext `PING` on a second
+    ///   connection, without credentials, and an Iggy answer to it settles the question;
+    /// - with the last TLS failure seen (such as `HandshakeTimedOut`) instead of
+    ///   `ConnectTimedOut` when the budget runs out after one.
+    ///
+    /// After `connect`, a link whose handshake fails is logged (`warn`) and handled by the
+    /// router like any failed connect.
+    ///
     /// # Panics
     /// Outside a tokio runtime (the driver task is spawned on the current one).
     pub async fn connect(config: Config) -> Result<Client, ClientError> {
         config.validate()?;
+        let tls = match &config.tls {
+            Some(settings) => Some(Arc::new(Tls::new(&config, settings)?)),
+            None => None,
+        };
         let budget = config.connect_timeout * CONNECT_ATTEMPTS;
         let request_timeout = config.request_timeout;
         let router = Router::new(config.clone(), entropy_seed()?, Instant::now());
@@ -69,6 +94,7 @@ impl Client {
             io_events,
             Arc::clone(&stats),
             session_ready,
+            tls,
         );
         let span = info_span!("iggy_route");
         tokio::spawn(driver.run(command_queue, io_queue).instrument(span));
@@ -80,10 +106,19 @@ impl Client {
         // The driver answers as soon as the core reports the session signed in, or the
         // credentials refused for good; nodes that cannot be reached are the core's to
         // retry, within the budget.
-        let outcome = match tokio::time::timeout(budget, session_signal).await {
+        let mut session_signal = session_signal;
+        let outcome = match tokio::time::timeout(budget, &mut session_signal).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_driver_gone)) => Err(ClientError::Closed),
-            Err(_elapsed) => Err(ClientError::ConnectTimedOut { after: budget }),
+            Err(_elapsed) => {
+                // A driver stopped while `connect` waits hands over the TLS failure it met,
+                // if any: it says more than the bare timeout.
+                client.shutdown().await;
+                return Err(match session_signal.try_recv() {
+                    Ok(Err(error)) => error,
+                    Ok(Ok(())) | Err(_) => ClientError::ConnectTimedOut { after: budget },
+                });
+            }
         };
         match outcome {
             Ok(()) => Ok(client),
@@ -232,6 +267,10 @@ fn since_unix_epoch() -> Duration {
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+#[path = "client_tls_tests.rs"]
+mod tls_tests;
 
 /// Producers on several threads share one client: keep it `Clone + Send + Sync`.
 const _: () = {

@@ -12,14 +12,15 @@ use std::time::{Duration, Instant};
 
 use iggy_route_core::client::{ClientError, session_signal};
 use iggy_route_core::{
-    CloseReason, Config, LinkId, Output, Reply, Request, RequestError, RequestId, Router, Stats,
-    SubmitError,
+    CloseReason, Config, ConnectError, LinkId, NodeId, Output, Reply, Request, RequestError,
+    RequestId, Router, Stats, SubmitError, TlsError,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug_span, error, trace};
 
 use crate::connection::{self, IoEvent};
+use crate::tls::{EarlyFailures, SessionReady, Tls};
 use crate::waiting::{Parked, WaitingRequests};
 
 /// Inputs handled per wake before the driver yields to the runtime, so a flood of bytes
@@ -60,6 +61,9 @@ pub(crate) enum Command {
 struct LinkTasks {
     connection: JoinHandle<()>,
     writer: Option<(mpsc::Sender<bytes::Bytes>, JoinHandle<()>)>,
+    node: NodeId,
+    /// TCP is up and the TLS handshake under way (never set for plain TCP).
+    handshaking: bool,
 }
 
 impl LinkTasks {
@@ -116,7 +120,13 @@ pub(crate) struct Driver {
     io_events: mpsc::Sender<IoEvent>,
     stats: Arc<Mutex<Stats>>,
     /// `Client::connect` waits on this until the session signed in or was refused.
-    session_ready: Option<oneshot::Sender<Result<(), ClientError>>>,
+    session_ready: Option<SessionReady>,
+    /// Every link's TLS settings, when `Config::tls` is set.
+    tls: Option<Arc<Tls>>,
+    /// What TLS failures before sign-in mean for `Client::connect`.
+    early_failures: EarlyFailures,
+    /// Shutting down: links the router closes now are not failures.
+    stopping: bool,
 }
 
 impl Driver {
@@ -126,7 +136,8 @@ impl Driver {
         router: Router,
         io_events: mpsc::Sender<IoEvent>,
         stats: Arc<Mutex<Stats>>,
-        session_ready: oneshot::Sender<Result<(), ClientError>>,
+        session_ready: SessionReady,
+        tls: Option<Arc<Tls>>,
     ) -> Self {
         Self {
             router,
@@ -143,6 +154,9 @@ impl Driver {
             io_events,
             stats,
             session_ready: Some(session_ready),
+            tls,
+            early_failures: EarlyFailures::new(config),
+            stopping: false,
         }
     }
 
@@ -374,8 +388,18 @@ impl Driver {
                 // The router gave up on this link (connect timeout) while it connected.
                 None => writer_task.abort(),
             },
+            IoEvent::Handshaking { link } => {
+                if let Some(tasks) = self.links.get_mut(&link) {
+                    tasks.handshaking = true;
+                }
+            }
             IoEvent::ConnectFailed { link, reason } => {
                 if let Some(tasks) = self.links.remove(&link) {
+                    if let ConnectError::Tls(error) = &reason {
+                        let ready = &mut self.session_ready;
+                        self.early_failures
+                            .failed(ready, link, tasks.node, error.clone());
+                    }
                     tasks.abort();
                     self.router.handle_connect_failed(now, link, reason);
                 }
@@ -413,19 +437,30 @@ impl Driver {
             match output {
                 Output::Connect { link, node, addr } => {
                     let span = debug_span!("link", %link, %node, %addr);
-                    let task = connection::run(link, addr, self.io_events.clone());
+                    let tls = self.tls.clone();
+                    let task = connection::run(link, addr, tls, self.io_events.clone());
                     let connection = tokio::spawn(task.instrument(span));
                     self.links.insert(
                         link,
                         LinkTasks {
                             connection,
                             writer: None,
+                            node,
+                            handshaking: false,
                         },
                     );
                 }
                 Output::Transmit { link, bytes } => self.transmit(link, bytes),
                 Output::Close { link } => {
                     if let Some(tasks) = self.links.remove(&link) {
+                        // The router closes a link that is still connecting only when its
+                        // connect timeout ran out: with TCP up, the handshake did not finish.
+                        if tasks.handshaking && tasks.writer.is_none() && !self.stopping {
+                            let ready = &mut self.session_ready;
+                            let timed_out = TlsError::HandshakeTimedOut;
+                            self.early_failures
+                                .failed(ready, link, tasks.node, timed_out);
+                        }
                         tasks.abort();
                     }
                 }
@@ -495,6 +530,8 @@ impl Driver {
     }
 
     fn shutdown(&mut self) {
+        self.stopping = true;
+        self.early_failures.stopped(&mut self.session_ready);
         // First, so that no waiting request is offered to the router as it fails the rest.
         for parked in self.waiting.take_all() {
             parked.close();

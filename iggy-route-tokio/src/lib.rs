@@ -42,6 +42,15 @@
 //! they fail with `QueueFull` at once when there is no room, or when requests wait in line.
 //! [`Client::shutdown`] fails every waiting request with [`ClientError::Closed`].
 //!
+//! # TLS
+//! With `tls=true` in the connection string (or `Config::tls`), every link is TLS 1.3 or
+//! 1.2 through rustls (`ring`), verified against `tls_ca_file` or the bundled web PKI roots,
+//! for `tls_domain` or each address's own host. The handshake is part of connecting a
+//! link, so the router only ever sees links whose session is up, and plain TCP runs
+//! exactly the code it ran before. [`Client::connect`] reports a certificate or
+//! configuration problem at once as [`ClientError::Tls`] with a typed [`TlsError`], and a
+//! cluster that does not speak TLS as `TlsError::NotTls` once every seed was tried.
+//!
 //! # Producers
 //! [`Client::producer`] builds a [`Producer`] for one stream and topic (the SDK 0.11.0's
 //! `IggyProducer`). In direct mode (`Producer<Direct>`, the default) `send` cuts the call
@@ -55,7 +64,11 @@
 mod client;
 mod connection;
 mod driver;
+mod probe;
 pub mod producer;
+mod tls;
+#[cfg(test)]
+mod tls_peers;
 mod waiting;
 
 pub use client::Client;
@@ -67,7 +80,7 @@ pub use iggy_route_core::wire::{
 };
 pub use iggy_route_core::{
     Config, Credentials, Delivery, PollRequest, Reply, Request, RequestError, SendReceipt, Stats,
-    SubmitError,
+    SubmitError, TlsConfig, TlsError,
 };
 pub use producer::{
     BackgroundConfig, Backpressure, ErrorCallback, Producer, ProducerBuilder, ProducerError,
