@@ -10,9 +10,12 @@ use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use mio::{Poll, Waker};
 
-use crate::io_loop::{Admission, Command, IoLoop, PendingLimits, WAKER};
+use crate::io_loop::{Admission, Command, Dialer, IoLoop, PendingLimits, WAKER};
+use crate::probe::probe_delay;
 use crate::resolve::{Lookup, Resolver, system_lookup};
 use crate::responder::Responder;
+use crate::session_wait::{SessionWatch, wait_for_session};
+use crate::tls::TlsSettings;
 
 /// `connect` waits this many connect timeouts for the session to sign in.
 const CONNECT_ATTEMPTS: u32 = 3;
@@ -77,6 +80,13 @@ impl Client {
     /// `config.seeds`. Fails with `ClientError::ConnectTimedOut` when no node answered
     /// within a few `config.connect_timeout`s, and with `RequestError::SignIn` when the
     /// credentials were refused.
+    ///
+    /// With `config.tls`, every link runs TLS, and TLS problems fail with
+    /// `ClientError::Tls`: a CA file or server name that is no good before anything is
+    /// dialled; a certificate that is not accepted (`NameMismatch`,
+    /// `CertificateRejected`) or a node that does not speak TLS (`NotTls`) as soon as a
+    /// handshake meets it; `HandshakeTimedOut` rather than `ConnectTimedOut` when
+    /// handshakes kept timing out until the budget ran out.
     pub fn connect(config: Config) -> Result<Client, ClientError> {
         config.validate()?;
         Self::start(config, system_lookup())
@@ -85,6 +95,10 @@ impl Client {
     /// [`Client::connect`] with the name lookup given (tests use slow or scripted ones).
     pub(crate) fn start(config: Config, lookup: Lookup) -> Result<Client, ClientError> {
         let budget = config.connect_timeout * CONNECT_ATTEMPTS;
+        let tls = match &config.tls {
+            Some(tls) => Some(TlsSettings::new(tls, &config.seeds)?),
+            None => None,
+        };
         let room_wait = config.request_timeout;
         let limits = PendingLimits {
             total: config.max_pending_requests,
@@ -92,18 +106,26 @@ impl Client {
         };
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        // The router's seeds are its nodes `0..seeds`.
+        let seeds = config.seeds.len().min(config.max_nodes.max(1));
+        let probe_delay = probe_delay(config.connect_timeout);
         let router = Router::new(config, entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel();
         let stats = Arc::new(Mutex::new(Stats::default()));
-        let (session_ready, session_signal) = mpsc::channel();
+        let (session_news, session_wait) = mpsc::channel();
+        let dialer = Dialer {
+            resolver: Resolver::new(lookup, Arc::clone(&waker)),
+            tls,
+            probe_delay,
+        };
         let io_loop = IoLoop::new(
             poll,
             router,
-            Resolver::new(lookup, Arc::clone(&waker)),
+            dialer,
             limits,
             command_queue,
             Arc::clone(&stats),
-            session_ready,
+            SessionWatch::new(session_news, seeds),
         );
         let io_thread = std::thread::Builder::new()
             .name("iggy-route-io".to_owned())
@@ -118,16 +140,10 @@ impl Client {
             }),
         };
         // The I/O thread answers as soon as the core reports the session signed in, or the
-        // credentials refused for good; nodes that cannot be reached are the core's to
-        // retry, within the budget.
-        let outcome = match session_signal.recv_timeout(budget) {
-            Ok(outcome) => outcome,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                Err(ClientError::ConnectTimedOut { after: budget })
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => Err(ClientError::Closed),
-        };
-        match outcome {
+        // credentials refused for good, or a TLS handshake failed in a way that retrying
+        // will not mend; nodes that cannot be reached are the core's to retry, within the
+        // budget.
+        match wait_for_session(&session_wait, budget) {
             Ok(()) => Ok(client),
             Err(error) => {
                 client.shutdown();

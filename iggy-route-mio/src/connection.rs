@@ -1,12 +1,16 @@
-//! One link's socket and the bytes it still has to write.
+//! One link's socket and the bytes it still has to write, with its TLS session when the
+//! client uses TLS (see [`crate::tls`]).
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 
 use bytes::{Buf, Bytes};
+use iggy_route_core::{ConnectError, NodeId};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
+
+use crate::tls::TlsSession;
 
 /// What a socket waits for while it connects.
 const CONNECTING: Interest = Interest::READABLE.add(Interest::WRITABLE);
@@ -20,18 +24,37 @@ pub(crate) enum ConnectState {
     Connected,
     /// The connection attempt failed.
     Failed(io::Error),
+    /// TCP connected, but the TLS handshake failed: another address of the same name
+    /// would not help (the router dials again after its backoff).
+    Refused(ConnectError),
+}
+
+/// How far a link's connection has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The non-blocking TCP connect is in progress.
+    Connecting,
+    /// TCP is up and the TLS handshake in progress; the router has not been told yet.
+    Handshaking,
+    /// Up, and reported to the router: frames pass.
+    Up,
 }
 
 /// A non-blocking socket of one link.
 #[derive(Debug)]
 pub(crate) struct Connection {
     pub(crate) stream: TcpStream,
-    pub(crate) connected: bool,
+    phase: Phase,
+    /// The TLS session over `stream`, when the client uses TLS (boxed: rustls's state is
+    /// large, and a plaintext link should not carry its room).
+    tls: Option<Box<TlsSession>>,
     /// Frames accepted from the router and not yet fully written, in order.
     unsent: VecDeque<Bytes>,
     /// The interest the socket is registered with now.
     pub(crate) registered: Interest,
     pub(crate) span: tracing::Span,
+    /// The node the link is to, for reporting its failures.
+    pub(crate) node: NodeId,
     /// Resolved addresses not tried yet. A name may resolve to several addresses (`localhost`
     /// to `::1` and `127.0.0.1`, say) of which only some listen: a failed connect moves on to
     /// the next one, and only when none is left does the router hear of a failure. The
@@ -41,27 +64,48 @@ pub(crate) struct Connection {
 
 impl Connection {
     /// Starts a non-blocking connect to the first of `addrs` that takes one, registered
-    /// under `token`. Fails with the last error when none does.
+    /// under `token`, for a link to `node`; `tls` then runs its handshake over it. Fails
+    /// with the last error when no connect starts.
     pub(crate) fn dial(
         addrs: Vec<SocketAddr>,
         registry: &Registry,
         token: Token,
+        node: NodeId,
         span: tracing::Span,
+        tls: Option<Box<TlsSession>>,
     ) -> io::Result<Self> {
         let mut untried = VecDeque::from(addrs);
         let stream = start_connect(&mut untried, registry, token)?;
         Ok(Self {
             stream,
-            connected: false,
+            phase: Phase::Connecting,
+            tls,
             unsent: VecDeque::new(),
             registered: CONNECTING,
             span,
+            node,
             untried,
         })
     }
 
+    /// Whether the link is up and reported to the router.
+    pub(crate) fn is_up(&self) -> bool {
+        self.phase == Phase::Up
+    }
+
+    /// Whether TCP is up and the TLS handshake still in progress.
+    pub(crate) fn is_handshaking(&self) -> bool {
+        self.phase == Phase::Handshaking
+    }
+
+    /// Whether the link runs TLS.
+    pub(crate) fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     /// The connect in progress failed: starts one to the next address. `Ok(false)` when
-    /// every address has been tried.
+    /// every address has been tried. (A TLS session has written nothing yet: it goes on
+    /// to the next address as it is.)
     pub(crate) fn dial_next(&mut self, registry: &Registry, token: Token) -> io::Result<bool> {
         if self.untried.is_empty() {
             return Ok(false);
@@ -72,27 +116,43 @@ impl Connection {
         Ok(true)
     }
 
-    /// A non-blocking connect is finished when the socket first turns writable; whether it
-    /// succeeded shows in `take_error` and `peer_addr`.
+    /// Moves a link that is not up yet along on a readiness event. A non-blocking connect
+    /// is finished when the socket first turns writable; whether it succeeded shows in
+    /// `take_error` and `peer_addr`. Over TLS, the handshake then runs as far as the
+    /// socket allows on each event, and the link is connected once it is complete.
     pub(crate) fn check_connect(&mut self) -> ConnectState {
-        match self.stream.take_error() {
-            Ok(Some(error)) | Err(error) => return ConnectState::Failed(error),
-            Ok(None) => {}
+        if self.phase == Phase::Connecting {
+            match self.stream.take_error() {
+                Ok(Some(error)) | Err(error) => return ConnectState::Failed(error),
+                Ok(None) => {}
+            }
+            match self.stream.peer_addr() {
+                Ok(_) => {
+                    // Requests are small and lockstep: Nagle would only add latency.
+                    let _ = self.stream.set_nodelay(true);
+                    self.phase = Phase::Handshaking;
+                }
+                Err(error)
+                    if error.kind() == io::ErrorKind::NotConnected
+                        || error.kind() == io::ErrorKind::WouldBlock =>
+                {
+                    return ConnectState::Pending;
+                }
+                Err(error) => return ConnectState::Failed(error),
+            }
         }
-        match self.stream.peer_addr() {
-            Ok(_) => {
-                self.connected = true;
-                // Requests are small and lockstep: Nagle would only add latency.
-                let _ = self.stream.set_nodelay(true);
-                ConnectState::Connected
-            }
-            Err(error)
-                if error.kind() == io::ErrorKind::NotConnected
-                    || error.kind() == io::ErrorKind::WouldBlock =>
-            {
-                ConnectState::Pending
-            }
-            Err(error) => ConnectState::Failed(error),
+        let done = match &mut self.tls {
+            None => true,
+            Some(tls) => match tls.handshake(&mut self.stream) {
+                Ok(done) => done,
+                Err(reason) => return ConnectState::Refused(reason),
+            },
+        };
+        if done {
+            self.phase = Phase::Up;
+            ConnectState::Connected
+        } else {
+            ConnectState::Pending
         }
     }
 
@@ -102,8 +162,11 @@ impl Connection {
 
     /// Writes queued bytes until the socket would block or nothing is left.
     pub(crate) fn flush(&mut self) -> io::Result<()> {
-        if !self.connected {
+        if self.phase != Phase::Up {
             return Ok(());
+        }
+        if let Some(tls) = &mut self.tls {
+            return tls.flush(&mut self.stream, &mut self.unsent);
         }
         while let Some(front) = self.unsent.front_mut() {
             match self.stream.write(front) {
@@ -122,8 +185,11 @@ impl Connection {
         Ok(())
     }
 
-    /// One read: `Ok(None)` when the socket would block.
+    /// One read (of plaintext, over TLS): `Ok(None)` when the socket would block.
     pub(crate) fn read(&mut self, buffer: &mut [u8]) -> io::Result<Option<usize>> {
+        if let Some(tls) = &mut self.tls {
+            return tls.read(&mut self.stream, buffer);
+        }
         loop {
             match self.stream.read(buffer) {
                 Ok(read) => return Ok(Some(read)),
@@ -135,9 +201,11 @@ impl Connection {
     }
 
     /// What the socket should wait for, worked out from state: the connect's completion,
-    /// then readable always and writable only while bytes wait.
+    /// then readable always and writable only while bytes wait (frames not yet handed to
+    /// TLS, or records TLS has to write: the handshake's own among them).
     pub(crate) fn wanted_interest(&self) -> Interest {
-        if !self.connected || !self.unsent.is_empty() {
+        let writing = !self.unsent.is_empty() || self.tls.as_ref().is_some_and(|t| t.wants_write());
+        if self.phase == Phase::Connecting || writing {
             CONNECTING
         } else {
             Interest::READABLE
@@ -190,7 +258,8 @@ mod tests {
         let mut poll = Poll::new().unwrap();
         let token = Token(1);
         let span = tracing::Span::none();
-        let mut connection = Connection::dial(addrs, poll.registry(), token, span).unwrap();
+        let mut connection =
+            Connection::dial(addrs, poll.registry(), token, NodeId(0), span, None).unwrap();
         let mut events = Events::with_capacity(8);
         let until = Instant::now() + Duration::from_secs(3);
         let mut redials = 0;
@@ -204,6 +273,7 @@ mod tests {
             match connection.check_connect() {
                 ConnectState::Pending => {}
                 ConnectState::Connected => break,
+                ConnectState::Refused(reason) => panic!("{reason}"),
                 ConnectState::Failed(_) => {
                     assert!(connection.dial_next(poll.registry(), token).unwrap());
                     redials += 1;
@@ -219,6 +289,7 @@ mod tests {
     fn dialling_no_address_fails() {
         let poll = Poll::new().unwrap();
         let span = tracing::Span::none();
-        assert!(Connection::dial(Vec::new(), poll.registry(), Token(1), span).is_err());
+        let (registry, node) = (poll.registry(), NodeId(0));
+        assert!(Connection::dial(Vec::new(), registry, Token(1), node, span, None).is_err());
     }
 }

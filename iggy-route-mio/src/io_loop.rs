@@ -4,27 +4,29 @@
 //!
 //! It also parks the requests the router has no room for (see [`crate::parking`]): after
 //! every turn of the loop, whatever completed made room, and the parked requests are
-//! submitted again in arrival order.
+//! submitted again in arrival order. The sockets' side (dialling, TLS, readiness, reads and
+//! writes) is in [`links`].
 
 use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
 use std::sync::mpsc::{self, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use iggy_route_core::client::{ClientError, connect_error, session_signal};
-use iggy_route_core::{
-    CloseReason, ConnectError, LinkId, Output, Request, RequestId, Router, Stats, SubmitError,
-};
-use mio::event::Event as Readiness;
+use iggy_route_core::client::ClientError;
+use iggy_route_core::{LinkId, Output, Request, RequestId, Router, Stats, SubmitError};
 use mio::{Events, Poll, Token};
-use tracing::{debug, debug_span, error, trace};
+use tracing::{error, trace};
 
-use crate::connection::{ConnectState, Connection};
+use crate::connection::Connection;
 use crate::parking::{Parked, ParkedRequests};
-use crate::resolve::{Resolution, Resolver};
+use crate::probe::{PROBE_BIT, Probe};
 use crate::responder::Responder;
+use crate::session_wait::SessionWatch;
+
+mod links;
+
+pub(crate) use links::Dialer;
 
 /// The token of the waker that announces commands and finished name lookups (mio allows
 /// one waker per poll, so both share it).
@@ -72,9 +74,13 @@ pub(crate) struct IoLoop {
     poll: Poll,
     router: Router,
     connections: HashMap<LinkId, Connection>,
-    /// Links whose address is being looked up, with their spans; no socket yet.
-    resolving: HashMap<LinkId, tracing::Span>,
-    resolver: Resolver,
+    /// Links whose address is being looked up; no socket yet.
+    resolving: HashMap<LinkId, links::Resolving>,
+    dialer: Dialer,
+    /// Probes of TLS handshakes' nodes, by link (see `crate::probe`).
+    probes: HashMap<LinkId, Probe>,
+    /// When each TLS handshake under way is due for a probe; empty without TLS.
+    probes_due: Vec<(Instant, LinkId)>,
     pending: HashMap<RequestId, Responder>,
     /// Requests waiting for room in the router, in arrival order.
     parked: ParkedRequests,
@@ -82,33 +88,35 @@ pub(crate) struct IoLoop {
     commands: mpsc::Receiver<Command>,
     stats: Arc<Mutex<Stats>>,
     read_buffer: Vec<u8>,
-    /// `Client::connect` waits on this until the session signed in or was refused.
-    session_ready: Option<mpsc::Sender<Result<(), ClientError>>>,
+    /// `Client::connect` waits on this until the session signed in or cannot.
+    session: SessionWatch,
 }
 
 impl IoLoop {
     pub(crate) fn new(
         poll: Poll,
         router: Router,
-        resolver: Resolver,
+        dialer: Dialer,
         limits: PendingLimits,
         commands: mpsc::Receiver<Command>,
         stats: Arc<Mutex<Stats>>,
-        session_ready: mpsc::Sender<Result<(), ClientError>>,
+        session: SessionWatch,
     ) -> Self {
         Self {
             poll,
             router,
             connections: HashMap::new(),
             resolving: HashMap::new(),
-            resolver,
+            dialer,
+            probes: HashMap::new(),
+            probes_due: Vec::new(),
             pending: HashMap::new(),
             parked: ParkedRequests::new(limits.total),
             limits,
             commands,
             stats,
             read_buffer: vec![0; READ_CHUNK],
-            session_ready: Some(session_ready),
+            session,
         }
     }
 
@@ -131,10 +139,13 @@ impl IoLoop {
                     );
                 }
                 let parked = self.parked.next_deadline();
-                let wake = match (next.map(|(at, _)| at), parked) {
+                let mut wake = match (next.map(|(at, _)| at), parked) {
                     (Some(timer), Some(parked)) => Some(timer.min(parked)),
                     (timer, parked) => timer.or(parked),
                 };
+                if !self.probes_due.is_empty() {
+                    wake = wake.into_iter().chain(self.next_probe()).min();
+                }
                 wake.map(|at| at.saturating_duration_since(Instant::now()))
             };
             if let Err(error) = self.poll.poll(&mut events, timeout) {
@@ -149,9 +160,14 @@ impl IoLoop {
             for event in &events {
                 if event.token() == WAKER {
                     woken = true;
+                } else if event.token().0 & PROBE_BIT != 0 {
+                    self.probe_ready(event.token());
                 } else {
                     self.socket_ready(event);
                 }
+            }
+            if !self.probes_due.is_empty() {
+                self.start_due_probes();
             }
             if woken {
                 self.take_resolved();
@@ -291,88 +307,6 @@ impl IoLoop {
         }
     }
 
-    fn socket_ready(&mut self, readiness: &Readiness) {
-        let link = LinkId(readiness.token().0 as u64);
-        let Some(connection) = self.connections.get_mut(&link) else {
-            return;
-        };
-        let span = connection.span.clone();
-        let _entered = span.enter();
-        if !connection.connected {
-            match connection.check_connect() {
-                ConnectState::Pending => return,
-                ConnectState::Connected => {
-                    debug!("connected");
-                    self.router.handle_connected(Instant::now(), link);
-                    self.drain();
-                }
-                ConnectState::Failed(mut error) => {
-                    // The name may have resolved to more addresses: try the next one
-                    // before telling the router (the token is the link's, as before).
-                    match connection.dial_next(self.poll.registry(), readiness.token()) {
-                        Ok(true) => {
-                            debug!(%error, "connect failed; trying the next address");
-                            return;
-                        }
-                        Ok(false) => {}
-                        Err(next) => error = next,
-                    }
-                    debug!(%error, "connect failed");
-                    self.forget(link);
-                    let reason = connect_error(&error);
-                    self.router
-                        .handle_connect_failed(Instant::now(), link, reason);
-                    self.drain();
-                    return;
-                }
-            }
-        }
-        if readiness.is_readable() || readiness.is_read_closed() || readiness.is_error() {
-            self.read_until_blocked(link);
-        }
-        if readiness.is_writable() {
-            self.flush(link);
-            self.drain();
-        }
-    }
-
-    /// Reads the socket until it would block, feeding every chunk to the router.
-    fn read_until_blocked(&mut self, link: LinkId) {
-        loop {
-            let Some(connection) = self.connections.get_mut(&link) else {
-                return;
-            };
-            let reason = match connection.read(&mut self.read_buffer) {
-                Ok(None) => return,
-                Ok(Some(0)) => CloseReason::Peer,
-                Ok(Some(read)) => {
-                    let bytes = &self.read_buffer[..read];
-                    self.router.handle_read(Instant::now(), link, bytes);
-                    self.drain();
-                    continue;
-                }
-                Err(error) => CloseReason::Io(error.to_string()),
-            };
-            self.forget(link);
-            self.router.handle_closed(Instant::now(), link, reason);
-            self.drain();
-            return;
-        }
-    }
-
-    /// Writes what the link has queued. A write error ends the link; the router is told,
-    /// and the caller drains.
-    fn flush(&mut self, link: LinkId) {
-        let Some(connection) = self.connections.get_mut(&link) else {
-            return;
-        };
-        if let Err(error) = connection.flush() {
-            self.forget(link);
-            let reason = CloseReason::Io(error.to_string());
-            self.router.handle_closed(Instant::now(), link, reason);
-        }
-    }
-
     /// Step 2 of the drive contract: carry out every queued output.
     fn drain(&mut self) {
         while let Some(output) = self.router.poll_output() {
@@ -385,7 +319,7 @@ impl IoLoop {
                     }
                     None => error!(%link, "transmit on a link the adapter does not know"),
                 },
-                Output::Close { link } => self.forget(link),
+                Output::Close { link } => self.close(link),
                 Output::Completed { id, outcome } => {
                     // A caller that reads `stats()` right after its request returns must
                     // see that request counted.
@@ -395,12 +329,7 @@ impl IoLoop {
                     }
                 }
                 Output::Event(event) => {
-                    if let Some(signal) = session_signal(&event)
-                        && let Some(ready) = self.session_ready.take()
-                    {
-                        // `connect` may have given up waiting; then nobody listens.
-                        let _ = ready.send(signal);
-                    }
+                    self.session.event(&event);
                     event.log();
                 }
             }
@@ -411,99 +340,6 @@ impl IoLoop {
     fn publish_stats(&self) {
         let stats = self.router.stats();
         *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = stats;
-    }
-
-    /// Starts a link's connect: at once for a numeric address, after the lookup for a name
-    /// (which runs off this thread, see `resolve`). A failure to even start is reported at
-    /// once (inside the drain, which then carries on with what it queues).
-    fn connect(&mut self, link: LinkId, node: iggy_route_core::NodeId, addr: &str) {
-        let span = debug_span!("link", %link, %node, %addr);
-        match self.resolver.resolve(link, addr) {
-            Ok(Resolution::Ready(addrs)) => self.dial(link, addrs, span),
-            Ok(Resolution::Pending) => {
-                span.in_scope(|| debug!("looking the name up"));
-                self.resolving.insert(link, span);
-            }
-            Err(reason) => self.connect_failed_to_start(link, &span, reason),
-        }
-    }
-
-    /// Lookups that finished: their links connect, or fail with `ConnectError::Resolve`.
-    /// Links the router closed meanwhile are no longer in `resolving` and are skipped.
-    fn take_resolved(&mut self) {
-        for (link, resolved) in self.resolver.take_done() {
-            let Some(span) = self.resolving.remove(&link) else {
-                continue;
-            };
-            match resolved {
-                Ok(addrs) => self.dial(link, addrs, span),
-                Err(reason) => self.connect_failed_to_start(link, &span, reason),
-            }
-            self.drain();
-        }
-    }
-
-    /// Starts a non-blocking connect to the first address that takes one; the others are
-    /// tried in turn if it fails (see `socket_ready`).
-    fn dial(&mut self, link: LinkId, addrs: Vec<SocketAddr>, span: tracing::Span) {
-        let Ok(token) = usize::try_from(link.0).map(Token) else {
-            let reason = ConnectError::Other("link id exceeds the token space".into());
-            return self.connect_failed_to_start(link, &span, reason);
-        };
-        match Connection::dial(addrs, self.poll.registry(), token, span.clone()) {
-            Ok(connection) => {
-                self.connections.insert(link, connection);
-            }
-            Err(error) => self.connect_failed_to_start(link, &span, connect_error(&error)),
-        }
-    }
-
-    fn connect_failed_to_start(
-        &mut self,
-        link: LinkId,
-        span: &tracing::Span,
-        reason: ConnectError,
-    ) {
-        span.in_scope(|| debug!(%reason, "connect failed to start"));
-        self.router
-            .handle_connect_failed(Instant::now(), link, reason);
-    }
-
-    /// Drops a link's socket (closing it), or its interest in a lookup in progress. The
-    /// router has forgotten it or is told separately.
-    fn forget(&mut self, link: LinkId) {
-        if let Some(mut connection) = self.connections.remove(&link) {
-            let _ = self.poll.registry().deregister(&mut connection.stream);
-        }
-        if self.resolving.remove(&link).is_some() {
-            self.resolver.cancel(link);
-        }
-    }
-
-    /// WRITABLE interest only while a link has unsent bytes (or is still connecting).
-    fn update_interests(&mut self) {
-        let mut failed = Vec::new();
-        for (&link, connection) in &mut self.connections {
-            let wanted = connection.wanted_interest();
-            if wanted == connection.registered {
-                continue;
-            }
-            let token = Token(link.0 as usize);
-            match self
-                .poll
-                .registry()
-                .reregister(&mut connection.stream, token, wanted)
-            {
-                Ok(()) => connection.registered = wanted,
-                Err(error) => failed.push((link, error)),
-            }
-        }
-        for (link, error) in failed {
-            self.forget(link);
-            let reason = CloseReason::Io(error.to_string());
-            self.router.handle_closed(Instant::now(), link, reason);
-            self.drain();
-        }
     }
 
     fn shutdown(&mut self) {

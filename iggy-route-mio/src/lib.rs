@@ -28,6 +28,16 @@
 //! # }
 //! ```
 //!
+//! # TLS
+//! With `Config::tls` (the connection string's `?tls=true&tls_domain=...&tls_ca_file=...`),
+//! every link, the session's and each data link, runs TLS 1.3 or 1.2 through rustls's
+//! sans-I/O session, driven by the same I/O thread and `mio::Poll` loop: no thread is
+//! added and no call blocks. A link counts as connected once its handshake is complete,
+//! within `Config::connect_timeout` of the dial. [`Client::connect`] fails with
+//! [`ClientError::Tls`] before dialling when the CA file or the server name is no good,
+//! and as soon as a handshake shows a certificate that is not accepted or, on every seed,
+//! a node that does not speak TLS. See [`TlsError`] for each case.
+//!
 //! Streams and topics are named by number (`1u32`), by name (`"orders"`) or by
 //! [`Identifier`].
 //!
@@ -68,11 +78,16 @@ mod client;
 mod connection;
 mod io_loop;
 mod parking;
+mod probe;
 pub mod producer;
 mod resolve;
 mod responder;
+mod session_wait;
+#[cfg(test)]
+mod test_pki;
 #[cfg(test)]
 mod tests;
+mod tls;
 
 pub use client::Client;
 pub use iggy_route_core::client::ClientError;
@@ -83,7 +98,7 @@ pub use iggy_route_core::wire::{
 };
 pub use iggy_route_core::{
     Config, Credentials, Delivery, PollRequest, Reply, Request, RequestError, SendReceipt, Stats,
-    SubmitError,
+    SubmitError, TlsConfig, TlsError,
 };
 pub use producer::{
     BackgroundConfig, Backpressure, ErrorCallback, Producer, ProducerBuilder, ProducerError,

@@ -1,0 +1,312 @@
+//! TLS on every link, driven by the I/O thread itself.
+//!
+//! rustls's [`ClientConnection`] does no I/O of its own: it takes the bytes read from the
+//! socket (`read_tls`, then `process_new_packets`), hands out the records to write
+//! (`write_tls`), and turns plaintext into records and back (`writer`, `reader`). So the
+//! mio loop drives it exactly as it drives a plain socket: every call here goes as far as
+//! the non-blocking socket allows and returns at `WouldBlock`, and the loop waits for the
+//! socket's next readiness (WRITABLE only while [`TlsSession::wants_write`]). No thread,
+//! no blocking call, and the plaintext path does not go through any of this.
+//!
+//! One [`TlsSettings`] is built when the client connects, from
+//! [`TlsConfig`](iggy_route_core::TlsConfig): a bad CA file or server name fails `connect`
+//! before any socket is opened. Its `Arc<ClientConfig>` is shared by every link, which also
+//! shares rustls's session cache: a data link resumes the session of an earlier link to its
+//! node instead of a full handshake.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use iggy_route_core::{ConnectError, TlsConfig, TlsError};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{CertificateError, ClientConfig, ClientConnection, RootCertStore};
+
+/// TLS 1.3 and 1.2, as the server accepts; named so that a change of rustls's defaults
+/// cannot change what is offered.
+static VERSIONS: &[&rustls::SupportedProtocolVersion] =
+    &[&rustls::version::TLS13, &rustls::version::TLS12];
+
+/// What every link's session is made from, built once per client.
+#[derive(Debug, Clone)]
+pub(crate) struct TlsSettings {
+    config: Arc<ClientConfig>,
+    /// `TlsConfig::domain`, checked: the name every node must present. `None`: each
+    /// address's own host.
+    domain: Option<ServerName<'static>>,
+}
+
+impl TlsSettings {
+    /// Reads the CA file (or takes the bundled web PKI roots) and checks the server names
+    /// the links will use: `tls.domain`, or else the host of every seed. Called before any
+    /// I/O, so that a configuration to fix fails `connect` at once.
+    pub(crate) fn new(tls: &TlsConfig, seeds: &[String]) -> Result<Self, TlsError> {
+        let roots = match &tls.ca_file {
+            Some(path) => roots_from_pem(path)?,
+            None => RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+            },
+        };
+        // The provider is named: a program that also links the Iggy SDK has rustls's
+        // `aws-lc-rs` provider compiled in too, and with two rustls cannot pick by itself.
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(VERSIONS)
+            .map_err(|error| TlsError::Other(error.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let domain = match &tls.domain {
+            Some(name) => Some(server_name(name)?),
+            None => {
+                for seed in seeds {
+                    server_name(&host_of(seed))?;
+                }
+                None
+            }
+        };
+        Ok(Self {
+            config: Arc::new(config),
+            domain,
+        })
+    }
+
+    /// A new session for a link to `addr` (`host:port`), its handshake not started.
+    pub(crate) fn session(&self, addr: &str) -> Result<TlsSession, TlsError> {
+        let name = match &self.domain {
+            Some(domain) => domain.clone(),
+            None => server_name(&host_of(addr))?,
+        };
+        let shown = name.to_str().into_owned();
+        let connection = ClientConnection::new(Arc::clone(&self.config), name)
+            .map_err(|error| TlsError::Other(error.to_string()))?;
+        Ok(TlsSession {
+            connection,
+            name: shown,
+        })
+    }
+}
+
+/// The certificate authorities of a PEM file. Certificates only: other PEM sections (a
+/// key, say) are skipped, and a file with no certificate at all is refused, as it would
+/// make every node's certificate unverifiable.
+fn roots_from_pem(path: &Path) -> Result<RootCertStore, TlsError> {
+    let problem = |problem: String| TlsError::CaFile {
+        path: path.to_owned(),
+        problem,
+    };
+    let mut roots = RootCertStore::empty();
+    let certificates = CertificateDer::pem_file_iter(path).map_err(|e| problem(e.to_string()))?;
+    for certificate in certificates {
+        let certificate = certificate.map_err(|e| problem(e.to_string()))?;
+        roots
+            .add(certificate)
+            .map_err(|e| problem(format!("unusable certificate: {e}")))?;
+    }
+    if roots.is_empty() {
+        return Err(problem("no PEM certificate in the file".to_owned()));
+    }
+    Ok(roots)
+}
+
+fn server_name(name: &str) -> Result<ServerName<'static>, TlsError> {
+    ServerName::try_from(name.to_owned()).map_err(|_| TlsError::InvalidServerName {
+        name: name.to_owned(),
+    })
+}
+
+/// The host of `host:port` (`[::1]:8090` gives `::1`), the name checked when no domain
+/// is configured.
+fn host_of(addr: &str) -> String {
+    match addr.parse::<SocketAddr>() {
+        Ok(numeric) => numeric.ip().to_string(),
+        Err(_) => addr
+            .rsplit_once(':')
+            .map_or(addr, |(host, _)| host)
+            .to_owned(),
+    }
+}
+
+/// One link's TLS session: rustls's state, driven over the link's non-blocking socket.
+#[derive(Debug)]
+pub(crate) struct TlsSession {
+    connection: ClientConnection,
+    /// The name checked, for a name mismatch's error.
+    name: String,
+}
+
+impl TlsSession {
+    /// Whether rustls holds records to write: the handshake's, an alert, or encrypted
+    /// plaintext. The socket waits for WRITABLE only while this holds (or plaintext waits).
+    pub(crate) fn wants_write(&self) -> bool {
+        self.connection.wants_write()
+    }
+
+    /// Moves the handshake on as far as the socket allows: writes what it has to say,
+    /// reads and processes what the node said, until the socket would block (`Ok(false)`)
+    /// or the handshake is complete (`Ok(true)`; the last flight may still wait in
+    /// [`wants_write`](Self::wants_write), written when the socket turns writable).
+    pub(crate) fn handshake(&mut self, io: &mut (impl Read + Write)) -> Result<bool, ConnectError> {
+        loop {
+            while self.connection.wants_write() {
+                match self.connection.write_tls(io) {
+                    Ok(0) => return Err(self.handshake_io(io::ErrorKind::WriteZero.into())),
+                    Ok(_) => {}
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(error) => return Err(self.handshake_io(error)),
+                }
+            }
+            if !self.connection.is_handshaking() {
+                return Ok(true);
+            }
+            match self.connection.read_tls(io) {
+                // The node hung up on our hello: what a server that does not speak TLS
+                // does when it cannot make sense of it.
+                Ok(0) => return Err(ConnectError::Tls(TlsError::NotTls)),
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(self.handshake_io(error)),
+            }
+            if let Err(error) = self.connection.process_new_packets() {
+                // rustls queued an alert saying why; the node may log it. Best effort: the
+                // link is dropped either way.
+                let _ = self.connection.write_tls(io);
+                return Err(ConnectError::Tls(self.classify(error)));
+            }
+        }
+    }
+
+    /// An I/O error during the handshake. A reset is a hang-up with our hello unread (a
+    /// plaintext server that gave up on it), as telling as a clean EOF; anything else is
+    /// reported as for a plain connect.
+    fn handshake_io(&self, error: io::Error) -> ConnectError {
+        let hung_up = matches!(
+            error.kind(),
+            io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::UnexpectedEof
+        );
+        if hung_up {
+            ConnectError::Tls(TlsError::NotTls)
+        } else {
+            iggy_route_core::client::connect_error(&error)
+        }
+    }
+
+    /// The typed failure of a handshake that rustls gave up on.
+    fn classify(&self, error: rustls::Error) -> TlsError {
+        match &error {
+            rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            ) => TlsError::NameMismatch {
+                name: self.name.clone(),
+            },
+            // Every other kind, including any rustls adds: not accepted.
+            rustls::Error::InvalidCertificate(problem) => TlsError::CertificateRejected {
+                reason: problem.to_string(),
+            },
+            rustls::Error::NoCertificatesPresented => TlsError::CertificateRejected {
+                reason: "the node presented no certificate".to_owned(),
+            },
+            // Bytes that do not even frame as TLS records: the node speaks something else.
+            rustls::Error::InvalidMessage(_) | rustls::Error::PeerSentOversizedRecord => {
+                TlsError::NotTls
+            }
+            // An alert from the node, no protocol version or cipher suite in common, and
+            // the rest: a TLS server that will not talk to us, described as rustls puts it.
+            rustls::Error::AlertReceived(_)
+            | rustls::Error::PeerIncompatible(_)
+            | rustls::Error::PeerMisbehaved(_)
+            | rustls::Error::InappropriateMessage { .. }
+            | rustls::Error::InappropriateHandshakeMessage { .. }
+            | rustls::Error::InvalidEncryptedClientHello(_)
+            | rustls::Error::UnsupportedNameType
+            | rustls::Error::DecryptError
+            | rustls::Error::EncryptError
+            | rustls::Error::InvalidCertRevocationList(_)
+            | rustls::Error::General(_)
+            | rustls::Error::FailedToGetCurrentTime
+            | rustls::Error::FailedToGetRandomBytes
+            | rustls::Error::HandshakeNotComplete
+            | rustls::Error::NoApplicationProtocol
+            | rustls::Error::BadMaxFragmentSize
+            | rustls::Error::InconsistentKeys(_)
+            | rustls::Error::Other(_) => TlsError::Other(error.to_string()),
+            // `rustls::Error` is non-exhaustive: a kind added later is some other failure.
+            other => TlsError::Other(other.to_string()),
+        }
+    }
+
+    /// Encrypts queued plaintext frames and writes the records until the socket would
+    /// block or nothing is left. rustls holds at most 64 KiB of records: a larger frame
+    /// is taken in pieces, each written out before the next is encrypted, so memory stays
+    /// bounded whatever the frame's size.
+    pub(crate) fn flush(
+        &mut self,
+        io: &mut impl Write,
+        unsent: &mut VecDeque<Bytes>,
+    ) -> io::Result<()> {
+        loop {
+            while let Some(front) = unsent.front_mut() {
+                let taken = self.connection.writer().write(front)?;
+                front.advance(taken);
+                if front.is_empty() {
+                    unsent.pop_front();
+                } else if taken == 0 {
+                    break;
+                }
+            }
+            if !self.connection.wants_write() {
+                return Ok(());
+            }
+            match self.connection.write_tls(io) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// One chunk of plaintext into `buffer`, as a plain socket's read gives it: `Ok(None)`
+    /// when the socket would block, `Ok(Some(0))` when the node closed (with or without
+    /// `close_notify`). A record that fails to decrypt or parse is an error: the link is
+    /// closed, as after any I/O error.
+    pub(crate) fn read(
+        &mut self,
+        io: &mut (impl Read + Write),
+        buffer: &mut [u8],
+    ) -> io::Result<Option<usize>> {
+        loop {
+            // Plaintext rustls already holds comes first: it also keeps rustls's receive
+            // buffer from filling, which would make `read_tls` refuse to read.
+            match self.connection.reader().read(buffer) {
+                Ok(read) => return Ok(Some(read)),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+                Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => return Ok(Some(0)),
+                Err(error) => return Err(error),
+            }
+            match self.connection.read_tls(io) {
+                // At EOF rustls remembers it; the reader reports it above.
+                Ok(_) => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            }
+            if let Err(error) = self.connection.process_new_packets() {
+                let _ = self.connection.write_tls(io);
+                return Err(io::Error::new(io::ErrorKind::InvalidData, error));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "tls_tests.rs"]
+mod tests;
