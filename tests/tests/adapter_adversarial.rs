@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iggy_route_core::client::ClientError;
 use iggy_route_core::wire::code;
-use iggy_route_core::{Config, ConfigError, ConnectionStringError, RequestError, SendReceipt};
+use iggy_route_core::{
+    Config, ConfigError, ConnectionStringError, RequestError, SendReceipt, TlsError,
+};
 use iggy_route_tests::scripted::checks::{assert_genuine, assert_our_topic};
 use iggy_route_tests::scripted::clients::{Adapter, TestClient, short_config};
 use iggy_route_tests::scripted::{Arrival, Fault, On, ScriptedNode};
@@ -327,12 +329,22 @@ fn refused_connection_strings(adapter: Adapter) {
         assert_hidden(query, &format!("{error:?}"));
         error
     };
-    let error = refused("tls=true");
+    // TLS settings that would be ignored (no tls=true: the SDK connects in plaintext).
+    let error = refused("tls_ca_file=/etc/iggy/ca.pem");
     assert!(
         matches!(
             error,
-            ClientError::ConnectionString(ConnectionStringError::Unsupported { option: "tls", .. })
+            ClientError::ConnectionString(ConnectionStringError::Unsupported {
+                option: "tls_ca_file",
+                ..
+            })
         ),
+        "{error:?}"
+    );
+    // TLS with a CA file that does not exist: refused before anything is dialled.
+    let error = refused("tls=true&tls_ca_file=/nonexistent/iggy-route-ca.pem");
+    assert!(
+        matches!(error, ClientError::Tls(TlsError::CaFile { .. })),
         "{error:?}"
     );
     let error = refused("bogus_option=1");
