@@ -7,6 +7,9 @@
 //!   it those tests are skipped.
 //! - `IGGY_ROUTE_REAL_CLUSTER_USER` / `IGGY_ROUTE_REAL_CLUSTER_PASSWORD`: the credentials,
 //!   `iggy`/`iggy` by default (the server's root user).
+//! - `IGGY_ROUTE_REAL_CLUSTER_TLS_CA=FILE` (and `IGGY_ROUTE_REAL_CLUSTER_TLS_DOMAIN=NAME`):
+//!   every client connects with TLS, trusting the PEM file's authorities and checking the
+//!   nodes' certificates against the name (by default each address's host).
 //!
 //! On a real cluster a new partition's group starts at view 0, so its primary is node 0; a
 //! node's death moves the groups it leads to the next node after a view change (about
@@ -22,7 +25,7 @@ use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{
     Consumer, ConsumerKind, Identifier, Message, Name, PollMessagesReply, PollingStrategy,
 };
-use iggy_route_core::{AdminRequest, Config, Credentials, PollRequest, Reply, Request};
+use iggy_route_core::{AdminRequest, Config, Credentials, PollRequest, Reply, Request, TlsConfig};
 
 use crate::scripted::clients::{Adapter, TestClient};
 
@@ -40,6 +43,7 @@ pub struct RealCluster {
     username: String,
     password: String,
     ctl: Option<String>,
+    tls: Option<TlsConfig>,
 }
 
 impl RealCluster {
@@ -66,6 +70,13 @@ impl RealCluster {
             ctl: std::env::var("IGGY_ROUTE_REAL_CLUSTER_CTL")
                 .ok()
                 .filter(|value| !value.trim().is_empty()),
+            tls: std::env::var("IGGY_ROUTE_REAL_CLUSTER_TLS_CA")
+                .ok()
+                .filter(|value| !value.trim().is_empty())
+                .map(|ca_file| TlsConfig {
+                    domain: std::env::var("IGGY_ROUTE_REAL_CLUSTER_TLS_DOMAIN").ok(),
+                    ca_file: Some(ca_file.into()),
+                }),
         })
     }
 
@@ -81,6 +92,7 @@ impl RealCluster {
             username,
             password,
             ctl,
+            tls: None,
         }
     }
 
@@ -133,6 +145,7 @@ impl RealCluster {
         let mut config = Config::new(seeds, credentials);
         // Longer than an election, so that a send waits one out rather than failing.
         config.request_timeout = Duration::from_secs(60);
+        config.tls.clone_from(&self.tls);
         config
     }
 
