@@ -10,7 +10,7 @@ use std::time::Duration;
 use iggy_route_core::client::ClientError;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{
-    CompressionAlgorithm, Consumer, ConsumerKind, ErrorCode, Identifier, Message,
+    CompressionAlgorithm, Consumer, ConsumerKind, ErrorCode, Identifier, Message, PollingStrategy,
     TopicUpdateOptions,
 };
 use iggy_route_core::{Config, Credentials, RequestError};
@@ -129,8 +129,34 @@ async fn streams_topics_partitions_and_offsets_end_to_end() {
             .is_none()
     );
 
-    // Purge keeps the partitions and restarts their offsets.
+    // Purge keeps the partitions and restarts their offsets, once its wipe has landed: the
+    // server acknowledges it first, and a send before the wipe counts on from the old offsets
+    // (and is wiped with them).
     client.purge_topic("orders-v2", "events-v2").await.unwrap();
+    let acknowledged = std::time::Instant::now();
+    loop {
+        let polled = client
+            .poll(
+                "orders-v2",
+                "events-v2",
+                Some(0),
+                consumer(),
+                PollingStrategy::Offset(0),
+                10,
+            )
+            .await
+            .unwrap();
+        if polled.messages.is_empty() {
+            break;
+        }
+        assert!(
+            acknowledged.elapsed() < Duration::from_secs(5),
+            "partition 0 still holds {} messages {:?} after its purge was acknowledged",
+            polled.messages.len(),
+            acknowledged.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let receipt = client
         .send(
             "orders-v2",

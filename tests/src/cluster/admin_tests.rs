@@ -5,13 +5,14 @@
 
 use bytes::Bytes;
 use iggy_route_core::wire::{
-    CompressionAlgorithm, Consumer, ConsumerKind, ConsumerOffsetKey, DeleteStreamRequest,
-    DeleteTopicRequest, ErrorCode, GetStreamRequest, GetTopicRequest, GetTopicsRequest, Identifier,
-    Name, Operation, PollMessagesReply, SendMessagesReply, StoreConsumerOffsetRequest,
-    StreamSummary, TopicDetails, TopicSummary, TopicUpdateOptions, UpdateStreamRequest,
-    UpdateTopicRequest, code,
+    CompressionAlgorithm, Consumer, ConsumerKind, ConsumerOffsetInfo, ConsumerOffsetKey,
+    DeleteStreamRequest, DeleteTopicRequest, ErrorCode, GetStreamRequest, GetTopicRequest,
+    GetTopicsRequest, Identifier, Name, Operation, PollMessagesReply, SendMessagesReply,
+    StoreConsumerOffsetRequest, StreamDetails, StreamSummary, TopicDetails, TopicSummary,
+    TopicUpdateOptions, UpdateStreamRequest, UpdateTopicRequest, code,
 };
 
+use super::PURGE_RECONCILE;
 use super::catalog::Lookup;
 use super::testkit::{Client, cluster, encode, poll_body, seed_topic, send_body};
 
@@ -202,9 +203,75 @@ fn delete_stream_removes_it_and_its_id_goes_to_the_next_stream() {
     assert_eq!(state.catalog.create_stream("next", 9), Ok(0));
 }
 
-#[test]
-fn purge_stream_wipes_messages_and_offsets_and_restarts_offsets_at_zero() {
-    let mut state = cluster(1);
+/// Moves the model's clock past the wipe of a purge acknowledged just now.
+fn let_the_purge_land(state: &mut super::ClusterState) {
+    let delay = u64::try_from(PURGE_RECONCILE.as_micros()).unwrap();
+    let now = state.now_micros();
+    state.set_now_micros(now + delay);
+}
+
+/// The offsets (and payloads) a plain poll from offset 0 returns from `partition`.
+fn polled(
+    client: &mut Client,
+    state: &mut super::ClusterState,
+    partition: u32,
+) -> PollMessagesReply {
+    let answer = client.read(
+        state,
+        code::POLL_MESSAGES,
+        poll_body(0, 0, partition, false),
+    );
+    PollMessagesReply::decode(&answer.body()).unwrap()
+}
+
+fn polled_payloads(
+    client: &mut Client,
+    state: &mut super::ClusterState,
+    partition: u32,
+) -> Vec<(u64, Bytes)> {
+    polled(client, state, partition)
+        .messages
+        .into_iter()
+        .map(|message| (message.offset, message.payload))
+        .collect()
+}
+
+fn stored_offset(
+    client: &mut Client,
+    state: &mut super::ClusterState,
+    partition: u32,
+) -> Option<u64> {
+    let answer = client.read(
+        state,
+        code::GET_CONSUMER_OFFSET,
+        encode(|o| offset_key(Some(partition)).encode(o)),
+    );
+    ConsumerOffsetInfo::decode(&answer.body())
+        .unwrap()
+        .map(|info| info.stored_offset)
+}
+
+fn sent_base_offset(
+    client: &mut Client,
+    state: &mut super::ClusterState,
+    partition: u32,
+    payload: &str,
+) -> u64 {
+    let sent = client.write(
+        state,
+        Operation::SendMessages,
+        send_body(0, 0, partition, &[payload]),
+    );
+    SendMessagesReply::decode(&sent.body())
+        .unwrap()
+        .confirmations[0]
+        .base_offset
+}
+
+/// Two partitions, partition 0 holding `a`, `b` and a group offset at 1, partition 1 holding
+/// `c`; the client is on node 0, the primary of both.
+fn seeded_for_purge() -> (super::ClusterState, Client) {
+    let mut state = cluster(2);
     seed_topic(&mut state, 2);
     let mut client = Client::signed_in(&mut state, 0, 1);
     client.write(
@@ -223,35 +290,164 @@ fn purge_stream_wipes_messages_and_offsets_and_restarts_offsets_at_zero() {
         store_offset(0, 1),
     );
     assert_eq!(stored.result_code(), 0);
+    (state, client)
+}
 
+#[test]
+fn a_poll_on_the_primary_right_after_a_purge_ack_still_returns_the_old_messages() {
+    for operation in [Operation::PurgeTopic, Operation::PurgeStream] {
+        let (mut state, mut client) = seeded_for_purge();
+        let body = if operation == Operation::PurgeTopic {
+            topic_body(0.into(), 0.into())
+        } else {
+            stream_body(0.into())
+        };
+        let purged = client.write(&mut state, operation, body);
+        assert_eq!(purged.result_code(), 0, "{operation:?}");
+        // The server acknowledges the purge when it commits; each replica's reconciler
+        // wipes the partition a pass later, so what was stored is still served meanwhile.
+        let old = polled(&mut client, &mut state, 0);
+        assert_eq!(
+            old.messages
+                .iter()
+                .map(|message| (message.offset, message.payload.clone()))
+                .collect::<Vec<_>>(),
+            [(0, Bytes::from("a")), (1, Bytes::from("b"))],
+            "{operation:?}: the wipe has not landed yet"
+        );
+        assert_eq!(old.current_offset, 1, "{operation:?}");
+        assert_eq!(
+            stored_offset(&mut client, &mut state, 0),
+            Some(1),
+            "{operation:?}: the consumer offsets go with the wipe, not with the ack"
+        );
+        // Up to the last microsecond before the wipe.
+        let delay = u64::try_from(PURGE_RECONCILE.as_micros()).unwrap();
+        let now = state.now_micros();
+        state.set_now_micros(now + delay - 10);
+        assert_eq!(
+            polled_payloads(&mut client, &mut state, 1).len(),
+            1,
+            "{operation:?}"
+        );
+    }
+}
+
+#[test]
+fn a_purge_lands_after_its_delay_offsets_restart_at_zero_and_stored_offsets_are_gone() {
+    for operation in [Operation::PurgeTopic, Operation::PurgeStream] {
+        let (mut state, mut client) = seeded_for_purge();
+        let body = if operation == Operation::PurgeTopic {
+            topic_body(0.into(), 0.into())
+        } else {
+            stream_body(0.into())
+        };
+        assert_eq!(client.write(&mut state, operation, body).result_code(), 0);
+        let_the_purge_land(&mut state);
+        for partition in 0..2 {
+            let reply = polled(&mut client, &mut state, partition);
+            assert!(
+                reply.messages.is_empty(),
+                "{operation:?}: partition {partition}"
+            );
+            assert_eq!(reply.current_offset, 0);
+        }
+        assert_eq!(
+            stored_offset(&mut client, &mut state, 0),
+            None,
+            "{operation:?}: offsets are wiped"
+        );
+        let topic = get_topic(&mut client, &mut state, 0.into()).unwrap();
+        assert_eq!(topic.partitions.len(), 2, "partitions are kept");
+        assert_eq!(sent_base_offset(&mut client, &mut state, 0, "d"), 0);
+        assert_eq!(
+            polled_payloads(&mut client, &mut state, 0),
+            [(0, Bytes::from("d"))]
+        );
+        // An offset store is checked against the new log.
+        let beyond = client.write(
+            &mut state,
+            Operation::StoreConsumerOffset,
+            store_offset(0, 1),
+        );
+        assert_eq!(beyond.status(), ErrorCode::InvalidOffset.as_u32());
+    }
+}
+
+#[test]
+fn a_purged_topic_counts_zero_at_once_though_its_log_is_not_wiped_yet() {
+    let (mut state, mut client) = seeded_for_purge();
     let purged = client.write(&mut state, Operation::PurgeStream, stream_body(0.into()));
     assert_eq!(purged.result_code(), 0);
     let topic = get_topic(&mut client, &mut state, 0.into()).unwrap();
-    assert_eq!(topic.partitions.len(), 2, "partitions are kept");
-    assert_eq!(topic.summary.messages_count, 0);
-    let offset = client.read(
-        &mut state,
-        code::GET_CONSUMER_OFFSET,
-        encode(|o| offset_key(Some(0)).encode(o)),
+    assert_eq!(
+        (topic.summary.messages_count, topic.summary.size_bytes),
+        (0, 0)
     );
-    assert!(offset.body().is_empty(), "offsets are wiped");
-    let polled = client.read(&mut state, code::POLL_MESSAGES, poll_body(0, 0, 0, false));
-    assert!(
-        PollMessagesReply::decode(&polled.body())
-            .unwrap()
-            .messages
-            .is_empty()
+    for partition in &topic.partitions {
+        assert_eq!(
+            (
+                partition.messages_count,
+                partition.current_offset,
+                partition.size_bytes
+            ),
+            (0, 0, 0),
+            "partition {}",
+            partition.id
+        );
+    }
+    let get = GetStreamRequest { stream: 0.into() };
+    let body = client
+        .read(&mut state, code::GET_STREAM, encode(|o| get.encode(o)))
+        .body();
+    let stream = StreamDetails::decode(&body).unwrap();
+    assert_eq!((stream.messages_count, stream.size_bytes), (0, 0));
+    assert_eq!(
+        polled_payloads(&mut client, &mut state, 0).len(),
+        2,
+        "while polls still read the old log"
     );
-    let sent = client.write(
-        &mut state,
-        Operation::SendMessages,
-        send_body(0, 0, 0, &["d"]),
-    );
-    let reply = SendMessagesReply::decode(&sent.body()).unwrap();
-    assert_eq!(reply.confirmations[0].base_offset, 0);
+}
 
+#[test]
+fn a_send_between_a_purge_ack_and_its_wipe_is_counted_then_wiped_with_the_rest() {
+    let (mut state, mut client) = seeded_for_purge();
+    let purged = client.write(
+        &mut state,
+        Operation::PurgeTopic,
+        topic_body(0.into(), 0.into()),
+    );
+    assert_eq!(purged.result_code(), 0);
+    // The partition's offset counter is reset by the wipe, so the send counts on; the
+    // server fences every op assigned before its reset, so the wipe takes it too.
+    assert_eq!(sent_base_offset(&mut client, &mut state, 0, "early"), 2);
+    let topic = get_topic(&mut client, &mut state, 0.into()).unwrap();
+    assert_eq!(topic.summary.messages_count, 1, "the counters count it");
+    assert_eq!(
+        (
+            topic.partitions[0].messages_count,
+            topic.partitions[0].current_offset
+        ),
+        (1, 2)
+    );
+    let_the_purge_land(&mut state);
+    assert!(polled(&mut client, &mut state, 0).messages.is_empty());
+    let topic = get_topic(&mut client, &mut state, 0.into()).unwrap();
+    assert_eq!(topic.summary.messages_count, 0);
+    assert_eq!(sent_base_offset(&mut client, &mut state, 0, "late"), 0);
+}
+
+#[test]
+fn purge_stream_refuses_a_missing_stream() {
+    let (mut state, mut client) = seeded_for_purge();
     let missing = client.write(&mut state, Operation::PurgeStream, stream_body(id("nope")));
     assert_eq!(missing.result_code(), ErrorCode::StreamIdNotFound.as_u32());
+    let_the_purge_land(&mut state);
+    assert_eq!(
+        polled_payloads(&mut client, &mut state, 0).len(),
+        2,
+        "nothing was purged"
+    );
 }
 
 // ---- topics ------------------------------------------------------------------------
@@ -458,6 +654,28 @@ fn purge_topic_wipes_its_partitions_only() {
             .summary
             .messages_count,
         1
+    );
+    let_the_purge_land(&mut state);
+    assert_eq!(
+        state
+            .catalog
+            .topic(Lookup::Id(0), Lookup::Id(0))
+            .unwrap()
+            .partitions[0]
+            .log
+            .len(),
+        0
+    );
+    assert_eq!(
+        state
+            .catalog
+            .topic(Lookup::Id(0), Lookup::Id(1))
+            .unwrap()
+            .partitions[0]
+            .log
+            .len(),
+        1,
+        "the other topic is not purged"
     );
     let missing = client.write(
         &mut state,

@@ -52,9 +52,10 @@ impl Topic {
         self.partitions.get_mut(id as usize)
     }
 
-    /// Total messages in all partitions.
+    /// Total messages in all partitions, as the server's counters report them (a purge
+    /// zeroes them at once, before its wipe lands).
     pub fn messages_count(&self) -> u64 {
-        self.partitions.iter().map(|p| p.log.next_offset()).sum()
+        self.partitions.iter().map(|p| p.messages_count(None)).sum()
     }
 
     /// Total size of all partitions.
@@ -139,6 +140,10 @@ pub struct Catalog {
     streams: BTreeMap<u32, Stream>,
     /// The id of the first stream, and of each stream's first topic.
     first_id: u32,
+    /// The earliest time (µs) a purge acknowledged is due to wipe its partitions, if one
+    /// is pending: what keeps [`Catalog::settle_purges`] from walking every partition on
+    /// every request.
+    purge_due: Option<u64>,
 }
 
 impl Catalog {
@@ -147,7 +152,62 @@ impl Catalog {
         Catalog {
             streams: BTreeMap::new(),
             first_id,
+            purge_due: None,
         }
+    }
+
+    /// Acknowledge a purge of a topic: its counters read zero at once, its partitions'
+    /// logs and consumer offsets are wiped at `due_micros` (see
+    /// [`super::state::PURGE_RECONCILE`]). The partitions are kept.
+    pub fn purge_topic(
+        &mut self,
+        stream: Lookup<'_>,
+        topic: Lookup<'_>,
+        due_micros: u64,
+    ) -> Result<(), CatalogError> {
+        let topic = self.topic_mut(stream, topic)?;
+        topic
+            .partitions
+            .iter_mut()
+            .for_each(|partition| partition.schedule_purge(due_micros));
+        self.note_purge_due(due_micros);
+        Ok(())
+    }
+
+    /// Acknowledge a purge of every topic of a stream, as [`Catalog::purge_topic`] does.
+    pub fn purge_stream(
+        &mut self,
+        stream: Lookup<'_>,
+        due_micros: u64,
+    ) -> Result<(), CatalogError> {
+        let stream = self
+            .stream_mut(stream)
+            .ok_or(CatalogError::StreamNotFound)?;
+        stream
+            .topics
+            .values_mut()
+            .flat_map(|topic| topic.partitions.iter_mut())
+            .for_each(|partition| partition.schedule_purge(due_micros));
+        self.note_purge_due(due_micros);
+        Ok(())
+    }
+
+    fn note_purge_due(&mut self, due_micros: u64) {
+        self.purge_due = Some(self.purge_due.map_or(due_micros, |due| due.min(due_micros)));
+    }
+
+    /// Wipe every partition whose purge is due at `now_micros`.
+    pub fn settle_purges(&mut self, now_micros: u64) {
+        if self.purge_due.is_none_or(|due| now_micros < due) {
+            return;
+        }
+        self.purge_due = self
+            .streams
+            .values_mut()
+            .flat_map(|stream| stream.topics.values_mut())
+            .flat_map(|topic| topic.partitions.iter_mut())
+            .filter_map(|partition| partition.settle_purge(now_micros))
+            .min();
     }
 
     /// The stream named by `stream`.

@@ -26,6 +26,15 @@ pub struct SplitPrimaries {
 }
 
 impl TestCluster {
+    /// The model locked, its clock moved to now: what the observers of logs and offsets
+    /// read, so that a purge whose wipe has come due is seen as landed even when no
+    /// request has reached the cluster since (see [`super::state::PURGE_RECONCILE`]).
+    fn state_now(&self) -> std::sync::MutexGuard<'_, super::state::ClusterState> {
+        let mut state = self.shared.state();
+        state.set_now_micros(super::driver::now_micros());
+        state
+    }
+
     /// Move the primary of a partition (a partition-only election). Returns false if the
     /// partition does not exist.
     ///
@@ -192,7 +201,7 @@ impl TestCluster {
     /// If a payload was dropped from the window and the cluster has no generator for it
     /// (a test this long checks ids with [`TestCluster::partition_ids`] instead).
     pub fn partition_log(&self, stream: u32, topic: u32, partition: u32) -> Vec<StoredMessage> {
-        let state = self.shared.state();
+        let state = self.state_now();
         let regenerate = state.retention.regenerate.clone();
         state
             .catalog
@@ -207,7 +216,7 @@ impl TestCluster {
 
     /// Messages stored in a partition (0 if it does not exist).
     pub fn partition_len(&self, stream: u32, topic: u32, partition: u32) -> u64 {
-        let state = self.shared.state();
+        let state = self.state_now();
         state
             .catalog
             .partition(Lookup::Id(stream), Lookup::Id(topic), partition)
@@ -224,7 +233,7 @@ impl TestCluster {
         start: u64,
         count: usize,
     ) -> Vec<u128> {
-        let state = self.shared.state();
+        let state = self.state_now();
         state
             .catalog
             .partition(Lookup::Id(stream), Lookup::Id(topic), partition)
@@ -240,7 +249,7 @@ impl TestCluster {
         partition: u32,
         consumer: u32,
     ) -> Option<u64> {
-        let state = self.shared.state();
+        let state = self.state_now();
         let found = state
             .catalog
             .partition(Lookup::Id(stream), Lookup::Id(topic), partition)

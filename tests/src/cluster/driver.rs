@@ -330,7 +330,8 @@ impl Drop for OpenConnection {
     }
 }
 
-fn now_micros() -> u64 {
+/// The wall-clock time (µs since the epoch), the model's clock under this driver.
+pub(super) fn now_micros() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|elapsed| u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX))

@@ -16,12 +16,17 @@
 //!   echoes that operation, see `NodeConnection::handle`). The model's partitions report one
 //!   open segment, so there is never a sealed one to delete: success changes nothing, as a
 //!   real no-op truncate does;
-//! - purging wipes the messages and consumer offsets of every partition and restarts its
-//!   offsets at 0, keeping the partitions; deleting partitions removes the highest ids;
+//! - a purge is acknowledged before its partitions are wiped, as the server's is: the
+//!   counters `GET_TOPIC`, `GET_STREAM` and `GET_STATS` report read zero at once, but each
+//!   partition's messages and consumer offsets stay, and polls still return them, until its
+//!   reconciler pass resets it to an empty log at offset 0
+//!   ([`super::state::PURGE_RECONCILE`] later); the partitions are kept. Deleting
+//!   partitions removes the highest ids;
 //! - the server has no flush and refuses it with `FeatureUnavailable` on every node.
 //!
 //! Followers lag only for what was created (as [`super::state::Lag`] describes): a delete,
-//! rename or purge is seen by every node at once.
+//! rename or purge is seen by every node at once (a purge's wipe lands on every node at
+//! once too, a fixed delay after its ack).
 
 use bytes::BytesMut;
 use iggy_route_core::wire::{
@@ -32,7 +37,6 @@ use iggy_route_core::wire::{
 
 use super::catalog::{Lookup, Stream, Topic};
 use super::handlers_metadata::{error_code, known_by, lookup, name_of, topic_summary};
-use super::log::PartitionLog;
 use super::outcome::Outcome;
 use super::state::{ClusterState, NodeId};
 
@@ -153,6 +157,7 @@ fn admit(operation: AdminWrite, body: &[u8]) -> Result<Change, ErrorCode> {
 
 /// Apply an admitted write on the leader; a rejection carries the committed op's code.
 fn apply(state: &mut ClusterState, change: Change) -> Result<(), ErrorCode> {
+    let purge_due = state.purge_due_micros();
     let catalog = &mut state.catalog;
     match change {
         Change::UpdateStream(request) => catalog
@@ -162,13 +167,9 @@ fn apply(state: &mut ClusterState, change: Change) -> Result<(), ErrorCode> {
             .delete_stream(lookup(&request.stream))
             .map(drop)
             .map_err(error_code),
-        Change::PurgeStream(request) => {
-            let stream = catalog
-                .stream_mut(lookup(&request.stream))
-                .ok_or(ErrorCode::StreamIdNotFound)?;
-            stream.topics.values_mut().for_each(purge);
-            Ok(())
-        }
+        Change::PurgeStream(request) => catalog
+            .purge_stream(lookup(&request.stream), purge_due)
+            .map_err(error_code),
         Change::UpdateTopic(request, options) => {
             let (stream, topic) = (lookup(&request.stream), lookup(&request.topic));
             catalog
@@ -194,13 +195,9 @@ fn apply(state: &mut ClusterState, change: Change) -> Result<(), ErrorCode> {
             .delete_topic(lookup(&request.stream), lookup(&request.topic))
             .map(drop)
             .map_err(error_code),
-        Change::PurgeTopic(request) => {
-            let topic = catalog
-                .topic_mut(lookup(&request.stream), lookup(&request.topic))
-                .map_err(error_code)?;
-            purge(topic);
-            Ok(())
-        }
+        Change::PurgeTopic(request) => catalog
+            .purge_topic(lookup(&request.stream), lookup(&request.topic), purge_due)
+            .map_err(error_code),
         Change::DeletePartitions(request) => catalog
             .delete_partitions(
                 lookup(&request.stream),
@@ -217,14 +214,6 @@ fn apply(state: &mut ClusterState, change: Change) -> Result<(), ErrorCode> {
             )
             .map(drop)
             .map_err(error_code),
-    }
-}
-
-/// Wipe a topic's messages and consumer offsets: each partition restarts at offset 0.
-fn purge(topic: &mut Topic) {
-    for partition in &mut topic.partitions {
-        partition.log = PartitionLog::default();
-        partition.offsets.clear();
     }
 }
 

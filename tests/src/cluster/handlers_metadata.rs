@@ -229,22 +229,18 @@ fn known_partitions(topic: &Topic, horizon: Option<u64>) -> &[Partition] {
     &topic.partitions[..known]
 }
 
-/// What `node` reports of a partition: a backup counts only the messages that reached it.
+/// What `node` reports of a partition: a backup counts only the messages that reached it,
+/// and every node counts from zero again as soon as a purge is acknowledged, before its
+/// wipe lands (the server zeroes these shared counters in the purge's commit).
 fn partition_info(state: &ClusterState, node: NodeId, partition: &Partition) -> PartitionInfo {
-    let held = partition.held_by(state.messages_horizon(node, partition.primary));
-    let messages_count = held;
-    let current_offset = if held == partition.next_offset() {
-        partition.current_offset()
-    } else {
-        messages_count.saturating_sub(1)
-    };
+    let horizon = state.messages_horizon(node, partition.primary);
     PartitionInfo {
         id: partition.id,
         created_at: partition.created_at,
         segments_count: 1,
-        current_offset,
+        current_offset: partition.reported_current_offset(horizon),
         size_bytes: partition.size_bytes(),
-        messages_count,
+        messages_count: partition.messages_count(horizon),
     }
 }
 

@@ -123,7 +123,7 @@ pub(super) fn stats(node: NodeId, state: &ClusterState) -> Outcome {
     let (mut partitions_count, mut messages_count, mut messages_size_bytes) = (0u32, 0u64, 0u64);
     for partition in partitions {
         partitions_count += 1;
-        messages_count += partition.next_offset();
+        messages_count += partition.messages_count(None);
         messages_size_bytes += partition.size_bytes();
     }
     let name = state

@@ -57,9 +57,11 @@ pub use driver::TestCluster;
 pub use log::{Evicted, PartitionLog, Regenerate, Retention};
 pub use node::{Attachment, Binding, NodeConnection};
 pub use outcome::Outcome;
-pub use partition::{NewMessage, OffsetOwner, Partition, StoredMessage};
+pub use partition::{NewMessage, OffsetOwner, Partition, PendingPurge, StoredMessage};
 pub use permissioner::Permissioner;
-pub use state::{ClusterConfig, ClusterState, Lag, NodeId, NodeInfo, NodeStats, SessionRecord};
+pub use state::{
+    ClusterConfig, ClusterState, Lag, NodeId, NodeInfo, NodeStats, PURGE_RECONCILE, SessionRecord,
+};
 pub use tls::{ServerCertificate, TLS_DOMAIN};
 pub use users::{
     MAX_TOKENS_PER_USER, ROOT_PASSWORD, ROOT_USER_ID, ROOT_USERNAME, Token, User, Users,

@@ -107,6 +107,8 @@ impl NodeConnection {
         body: Bytes,
     ) -> Option<Bytes> {
         self.node = node;
+        // A purge whose wipe came due since the clock last moved lands before the request.
+        state.settle_purges();
         let outcome = self.dispatch(state, &header, &body);
         if outcome.is_refusal() {
             state.stats_mut(node).refusals += 1;

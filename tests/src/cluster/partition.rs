@@ -56,6 +56,20 @@ pub struct NewMessage {
     pub user_headers: Bytes,
 }
 
+/// A purge acknowledged but not yet applied to a partition's log and offsets (see
+/// [`super::state::PURGE_RECONCILE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingPurge {
+    /// When the wipe lands (µs, the model's clock).
+    pub due_micros: u64,
+    /// The log's next offset when the purge was acknowledged: the counters the server
+    /// reports (`GET_TOPIC`, `GET_STREAM`, `GET_STATS`) were zeroed then, and count only
+    /// what was stored since.
+    pub counted_from: u64,
+    /// The log's size then, likewise.
+    pub size_counted_from: u64,
+}
+
 /// One partition: its primary, its log and its consumer offsets.
 #[derive(Debug, Clone)]
 pub struct Partition {
@@ -74,6 +88,8 @@ pub struct Partition {
     pub offsets: BTreeMap<OffsetOwner, u64>,
     /// Committed request ids per client id, for same-connection replay dedup (§13.5).
     committed_requests: BTreeMap<u128, BTreeSet<u64>>,
+    /// A purge acknowledged whose wipe has not landed yet.
+    pending_purge: Option<PendingPurge>,
 }
 
 impl Partition {
@@ -99,6 +115,7 @@ impl Partition {
             log: PartitionLog::default(),
             offsets: BTreeMap::new(),
             committed_requests: BTreeMap::new(),
+            pending_purge: None,
         }
     }
 
@@ -112,9 +129,67 @@ impl Partition {
         self.next_offset().saturating_sub(1)
     }
 
-    /// Sum of payload and header bytes, a stand-in for the on-disk size.
+    /// Sum of payload and header bytes, a stand-in for the on-disk size, as the server's
+    /// counters report it: only what was stored since a purge still to land.
     pub fn size_bytes(&self) -> u64 {
-        self.log.size_bytes()
+        let from = self
+            .pending_purge
+            .map_or(0, |purge| purge.size_counted_from);
+        self.log.size_bytes().saturating_sub(from)
+    }
+
+    /// How many messages the server's counters report to a copy complete up to `horizon`
+    /// (µs; `None`: complete): those it holds, less the ones a purge still to land has
+    /// already taken off the counters.
+    pub fn messages_count(&self, horizon: Option<u64>) -> u64 {
+        let from = self.pending_purge.map_or(0, |purge| purge.counted_from);
+        self.held_by(horizon).saturating_sub(from)
+    }
+
+    /// The current offset the server's counters report to a copy complete up to `horizon`:
+    /// that of the last message the copy holds, 0 when it holds none, and 0 as well right
+    /// after a purge until something is stored again (the purge zeroed the counter; a
+    /// send before the wipe sets it to the offset it got, counted on from before the purge).
+    pub fn reported_current_offset(&self, horizon: Option<u64>) -> u64 {
+        if self.pending_purge.is_some() && self.messages_count(horizon) == 0 {
+            return 0;
+        }
+        self.held_by(horizon).saturating_sub(1)
+    }
+
+    /// The purge acknowledged and not yet applied, if there is one.
+    pub fn pending_purge(&self) -> Option<PendingPurge> {
+        self.pending_purge
+    }
+
+    /// A purge of this partition was acknowledged: its counters restart now, and its log
+    /// and consumer offsets are wiped at `due_micros` ([`Partition::settle_purge`]). What
+    /// is stored or polled before then works on the old log, and is wiped with it: the
+    /// server fences every op assigned before its reset ran. A second purge before the wipe
+    /// restarts the counters again and is applied by the same wipe (the server's reconciler
+    /// applies the newest committed generation once).
+    pub fn schedule_purge(&mut self, due_micros: u64) {
+        let due_micros = self
+            .pending_purge
+            .map_or(due_micros, |pending| pending.due_micros.min(due_micros));
+        self.pending_purge = Some(PendingPurge {
+            due_micros,
+            counted_from: self.log.next_offset(),
+            size_counted_from: self.log.size_bytes(),
+        });
+    }
+
+    /// Apply the pending purge if it is due at `now_micros`: the log restarts empty at offset
+    /// 0 and the consumer offsets are gone. Returns the due time of a purge still pending.
+    pub fn settle_purge(&mut self, now_micros: u64) -> Option<u64> {
+        let pending = self.pending_purge?;
+        if now_micros < pending.due_micros {
+            return Some(pending.due_micros);
+        }
+        self.log = PartitionLog::default();
+        self.offsets.clear();
+        self.pending_purge = None;
+        None
     }
 
     /// Append a batch stamped with `timestamp`, holding at most `window_bytes` of payloads

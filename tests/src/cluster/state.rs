@@ -108,6 +108,27 @@ impl Lag {
     };
 }
 
+/// How long after a purge (`PURGE_TOPIC`, `PURGE_STREAM`) is acknowledged every replica's
+/// copy of each purged partition is wiped: its log reset to one empty segment at offset 0
+/// and its consumer offsets cleared.
+///
+/// The server's purge commit only advances each partition's purge generation and zeroes the
+/// shared counters that `GET_TOPIC`/`GET_STREAM`/`GET_STATS` read
+/// (`core/metadata/src/stm/stream.rs`, `PurgeTopicRequest`/`PurgeStreamRequest`); the wipe
+/// is done later by each shard's partition reconciler (`core/server/src/
+/// partition_reconciler.rs`, `reconcile_partition_purges`), woken by the metadata commit
+/// tick right after the apply (or, should that wake be dropped, by its periodic pass,
+/// `reconcile_periodic_interval`, 1 s by default), which stages a `PurgePartition` for the
+/// shard's pump: unlink the segments, plant a fresh one, delete the offset files, with an
+/// fsync of each directory and of the generation record (`IggyPartition::purge`,
+/// `core/partitions/src/iggy_partition.rs`). That is one wake plus a few file operations and
+/// fsyncs: milliseconds on a disk, and a poll sent the moment the ack arrived was seen to
+/// return the pre-purge messages. The model takes 10 ms, the common case, not the 1 s of a
+/// dropped wake. Unlike [`Lag`], it is the same on every cluster, [`Lag::NONE`] included:
+/// the wipe always comes after the ack, and a test sees it by moving the clock past it
+/// ([`ClusterState::set_now_micros`]).
+pub const PURGE_RECONCILE: Duration = Duration::from_millis(10);
+
 /// Metadata commits remembered with their time, for followers' late answers.
 const COMMIT_HISTORY_MAX: usize = 4096;
 
@@ -398,9 +419,25 @@ impl ClusterState {
         self.last_transport_id
     }
 
-    /// Tell the model the wall-clock time (µs since the epoch).
+    /// Tell the model the wall-clock time (µs since the epoch). The time moving on is what
+    /// applies a purge whose wipe has come due ([`PURGE_RECONCILE`]).
     pub fn set_now_micros(&mut self, now_micros: u64) {
         self.now_micros = now_micros;
+        self.settle_purges();
+    }
+
+    /// Wipe every partition whose purge has come due by now ([`PURGE_RECONCILE`]). Done
+    /// whenever the clock is set and before every request is handled, so nothing reads a
+    /// log or an offset the real server would have wiped by then.
+    pub fn settle_purges(&mut self) {
+        let now = self.now_micros();
+        self.catalog.settle_purges(now);
+    }
+
+    /// When a purge acknowledged now wipes its partitions ([`PURGE_RECONCILE`]).
+    pub fn purge_due_micros(&self) -> u64 {
+        let delay = u64::try_from(PURGE_RECONCILE.as_micros()).unwrap_or(u64::MAX);
+        self.now_micros().saturating_add(delay)
     }
 
     /// A timestamp for a new record: the current time, made strictly increasing so that

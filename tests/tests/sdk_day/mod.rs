@@ -125,6 +125,14 @@ pub fn quick(mut config: Config) -> Config {
 /// what it has applied.
 pub const VISIBLE_WITHIN: Duration = Duration::from_secs(5);
 
+/// How long a purge, once acknowledged, takes at most to wipe a partition. The server
+/// acknowledges `PURGE_TOPIC`/`PURGE_STREAM` when it commits, and only then does each
+/// replica's partition reconciler reset the partition to an empty log at offset 0 and clear
+/// its consumer offsets: a pass away, woken by the commit (milliseconds), or by its 1 s
+/// periodic pass should that wake be lost, or after a 1 s back-off should the reset fail.
+/// Until then a poll still returns what was stored before the purge.
+pub const PURGED_WITHIN: Duration = Duration::from_secs(5);
+
 /// Connects with `$config` through `$connect`, again while the sign-in is refused and
 /// [`VISIBLE_WITHIN`] has not passed: a user or token just created may not have reached the
 /// node the client signs in on.
@@ -280,20 +288,30 @@ macro_rules! metadata_day {
 
         $wait!(client.send(s, t, Partitioning::PartitionId(0), sdk_day::ten_messages())).unwrap();
         $wait!(client.purge_topic(s, t)).unwrap();
-        let polled = $wait!(client.poll(
-            s,
-            t,
-            Some(0),
-            sdk_day::consumer(1),
-            PollingStrategy::Offset(0),
-            10
-        ))
-        .unwrap();
-        assert!(
-            polled.messages.is_empty(),
-            "purged: {:?}",
-            polled.messages.len()
-        );
+        // The ack comes before the wipe (see `PURGED_WITHIN`): poll until the messages are
+        // gone, and no longer.
+        let acknowledged = std::time::Instant::now();
+        loop {
+            let polled = $wait!(client.poll(
+                s,
+                t,
+                Some(0),
+                sdk_day::consumer(1),
+                PollingStrategy::Offset(0),
+                10
+            ))
+            .unwrap();
+            if polled.messages.is_empty() {
+                break;
+            }
+            assert!(
+                acknowledged.elapsed() < sdk_day::PURGED_WITHIN,
+                "partition 0 still returned {} messages {:?} after its purge was acknowledged",
+                polled.messages.len(),
+                acknowledged.elapsed()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         $wait!(client.purge_stream(s)).unwrap();
         // The server commits a segment delete as the partition truncation it resolves it to,
         // and answers under that operation.
