@@ -367,3 +367,95 @@ fn the_start_of_a_duplicate_in_the_same_read_closes_the_link_before_the_next_req
     h.advance_to(Duration::from_secs(1));
     assert!(h.outcome(second).is_ok(), "{:?}", h.outcome(second));
 }
+
+/// The reply frame `reply` with `status` and no body, as a node answers a request it will
+/// not serve.
+fn with_status(reply: &Bytes, status: u32) -> Bytes {
+    let mut header = iggy_route_core::wire::ReplyHeader::decode(&reply[..256]).unwrap();
+    header.status = status;
+    header.size = 256;
+    let mut frame = BytesMut::new();
+    header.encode(&mut frame);
+    frame.freeze()
+}
+
+/// After a logout (or an eviction the node answers with a status), the coordinator's own
+/// reads come back 40. They were not served under a live session: the router signs in
+/// again and asks again, instead of taking 40 for "unavailable" until the caller's
+/// deadline (found by a reviewer: every send after `logout_user` timed out).
+#[test]
+fn a_logged_out_coordinator_signs_in_again_for_the_router_s_own_reads() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let mut h = Harness::new(FakeCluster::new(2, vec![1, 1]), |config| {
+        config.request_timeout = Duration::from_secs(5);
+    });
+    let logins = h.cluster.logins;
+    let logged_out = Rc::new(Cell::new(true));
+    let session = Rc::clone(&logged_out);
+    h.script = Box::new(move |name, reply| {
+        if name == "LOGIN" {
+            session.set(false);
+        }
+        let coordinator_read = name.starts_with("GET_TOPIC") || name.starts_with("ROUTE");
+        if session.get() && coordinator_read {
+            vec![with_status(&reply, 40)]
+        } else {
+            vec![reply]
+        }
+    });
+    let balanced = Request::Send(SendRequest {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitioning: Partitioning::Balanced,
+        messages: vec![Message {
+            payload: Bytes::from_static(b"after logout"),
+            ..Message::default()
+        }],
+    });
+    let id = h.router.submit(h.now, balanced).unwrap();
+    h.run();
+    h.advance_to(Duration::from_secs(6));
+    assert!(h.outcome(id).is_ok(), "{:?}", h.outcome(id));
+    assert!(!logged_out.get(), "the coordinator signed in again");
+    assert!(
+        h.cluster.logins >= logins + 2,
+        "a new session for the coordinator, and one for the data link to node 1"
+    );
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::SessionMoved { .. })),
+        "a lost session is signed in again where it was, not moved: {:?}",
+        h.events
+    );
+}
+
+/// A node that signs every link in and then breaks the protocol (here: every reply comes
+/// twice) is a failing node: it is redialled after a growing backoff, not at once. A
+/// successful sign-in alone used to reset the backoff, and the reviewer saw 26,000
+/// sign-ins in 9 s against such a node.
+#[test]
+fn a_node_that_signs_links_in_then_breaks_the_protocol_is_redialled_with_backoff() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
+    assert_eq!(h.connects.len(), 1);
+    h.script = Box::new(|_, reply| vec![reply.clone(), reply]);
+    let coordinator = *h.links.keys().next().unwrap();
+    let dropped_at = h.now;
+    h.router
+        .handle_closed(h.now, coordinator, iggy_route_core::CloseReason::Peer);
+    h.run();
+    h.advance_to(Duration::from_secs(4));
+    let redials = h.connects.iter().filter(|&&at| at >= dropped_at).count();
+    // 50 ms doubling to 2 s, jittered: about 7 tries in 4 s; at once, thousands.
+    assert!(
+        (2..=12).contains(&redials),
+        "{redials} redials in 4 s of a node that breaks every signed-in link"
+    );
+    let violations = h
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::ProtocolViolation { .. }))
+        .count();
+    assert!(violations >= 2, "each link was closed for its violation");
+}

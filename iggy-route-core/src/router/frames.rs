@@ -103,21 +103,26 @@ impl Router {
             self.schedule_replay(now, link_id);
             return;
         }
+        if !matches!(in_flight.job, Job::Login) && !session_lost(&header) {
+            self.link_proven(link_id);
+        }
         match in_flight.job {
             Job::Login => self.login_reply(now, link_id, &header, body),
             Job::Ping => {}
+            Job::Roster if session_lost(&header) => {
+                self.sign_in_again_for(now, link_id, CoordJob::Roster);
+            }
             Job::Roster => self.roster_reply(now, &header, body),
             Job::Route(partition) => {
                 let answer = self.route_answer(&header, body);
                 if let Some(answer) = answer {
                     self.routing.handle_route(now, &partition, answer);
                 } else {
-                    // The session itself is in doubt: sign in again, then ask again.
-                    self.coordinator
-                        .queue
-                        .push_front(CoordJob::Route(partition));
-                    self.close_link(now, link_id);
+                    self.sign_in_again_for(now, link_id, CoordJob::Route(partition));
                 }
+            }
+            Job::Topic(topic) if session_lost(&header) => {
+                self.sign_in_again_for(now, link_id, CoordJob::Topic(topic));
             }
             Job::Topic(topic) => {
                 let answer = topic_answer(&header, body);
@@ -141,6 +146,15 @@ impl Router {
                 body,
             ),
         }
+    }
+
+    /// The coordinator's session is in doubt (a logout, an eviction the node answered
+    /// with a status): the job was not processed under a live session, so sign in again
+    /// and ask again rather than taking the refusal for an answer.
+    fn sign_in_again_for(&mut self, now: Instant, link_id: LinkId, job: CoordJob) {
+        debug!(link = %link_id, "session lost on the coordinator: signing in again");
+        self.coordinator.queue.push_front(job);
+        self.close_link(now, link_id);
     }
 
     fn login_reply(&mut self, now: Instant, link_id: LinkId, header: &ReplyHeader, body: Bytes) {
@@ -549,6 +563,12 @@ fn is_transient(code: ErrorCode) -> bool {
         code,
         ErrorCode::TransientNotAccepted | ErrorCode::TransientNotCommitted
     )
+}
+
+/// Status 40 / 30: the frame was not processed under a live session.
+fn session_lost(header: &ReplyHeader) -> bool {
+    header.status == ErrorCode::Unauthenticated.as_u32()
+        || header.status == ErrorCode::StaleClient.as_u32()
 }
 
 fn topic_answer(header: &ReplyHeader, body: Bytes) -> TopicAnswer {

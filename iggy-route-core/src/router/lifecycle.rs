@@ -121,10 +121,9 @@ impl Router {
         link.session = session;
         link.state = LinkState::Ready;
         let (node, role, client_id) = (link.node, link.role, link.client_id);
-        // Only a signed-in link proves the node healthy: a node that accepts TCP and then
-        // fails every sign-in keeps backing off (a TCP connect alone resets nothing).
+        // A sign-in alone does not prove the node healthy (see `link_proven`): a node that
+        // signs links in and then breaks the protocol keeps backing off.
         if let Some(entry) = self.node_mut(node) {
-            entry.failures = 0;
             entry.retry_at = None;
         }
         if role == LinkRole::Coordinator {
@@ -194,6 +193,22 @@ impl Router {
         }
     }
 
+    /// The node answered an exchange of ours on `link_id` after its sign-in: only now is
+    /// it known to be healthy, and its backoff starts again from the shortest wait.
+    pub(super) fn link_proven(&mut self, link_id: LinkId) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        if link.proven {
+            return;
+        }
+        link.proven = true;
+        let node = link.node;
+        if let Some(entry) = self.node_mut(node) {
+            entry.failures = 0;
+        }
+    }
+
     /// Remembers that a link to `node` was lost, so the next link opened to it counts as
     /// a reconnect.
     fn mark_link_lost(&mut self, node: NodeId) {
@@ -252,6 +267,11 @@ impl Router {
             return;
         }
         let (node, role) = (link.node, link.role);
+        if !link.proven {
+            // Signed in, then lost before a single exchange was answered: without a
+            // backoff a node that does this to every link would be redialled in a loop.
+            self.mark_node_failed(now, node);
+        }
         self.mark_link_lost(node);
         self.outputs.push_back(Output::Event(Event::LinkDown {
             link: link_id,
@@ -395,7 +415,8 @@ impl Router {
                         && self.ready.get(&link.node).is_none_or(|q| q.is_empty());
                     if idle_data {
                         // Our own choice, not a loss: the next link to the node is no
-                        // reconnect.
+                        // reconnect, and its node did nothing to back off for.
+                        link.proven = true;
                         let node = link.node;
                         self.close_link(now, id);
                         if let Some(entry) = self.node_mut(node) {

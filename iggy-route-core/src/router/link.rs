@@ -126,6 +126,10 @@ pub(crate) struct Link {
     /// Last real request (not a heartbeat): data links idle past their timeout are closed.
     pub(crate) last_used: Instant,
     pub(crate) attached: Option<Attachment>,
+    /// The node answered an exchange of ours on this link after its sign-in. A link lost
+    /// before that (a node that signs in and then breaks the protocol, closes or falls
+    /// silent) counts as a failure of its node and backs off, like a failed connect.
+    pub(crate) proven: bool,
     /// Its next deadline and what for, as filed in the router's timer index.
     pub(crate) filed: Option<(Instant, TimerKind)>,
 }
@@ -153,6 +157,7 @@ impl Link {
             last_sent: now,
             last_used: now,
             attached: None,
+            proven: false,
             filed: None,
         }
     }
