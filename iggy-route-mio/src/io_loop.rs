@@ -90,6 +90,10 @@ pub(crate) struct IoLoop {
     read_buffer: Vec<u8>,
     /// `Client::connect` waits on this until the session signed in or cannot.
     session: SessionWatch,
+    /// The loop's own span, each link's span's parent. A link is often dialled while
+    /// another link's span is entered; nesting there would chain every link's span to the
+    /// one before it, one level per reconnect for the client's whole life.
+    loop_span: tracing::Span,
 }
 
 impl IoLoop {
@@ -117,11 +121,13 @@ impl IoLoop {
             stats,
             read_buffer: vec![0; READ_CHUNK],
             session,
+            loop_span: tracing::Span::none(),
         }
     }
 
     /// Runs until a `Shutdown` command, or until every client handle is gone.
     pub(crate) fn run(mut self) {
+        self.loop_span = tracing::Span::current();
         // `Router::new` queued the first connect.
         self.drain();
         let mut events = Events::with_capacity(256);

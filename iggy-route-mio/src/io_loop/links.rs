@@ -148,7 +148,7 @@ impl IoLoop {
     /// (which runs off this thread, see `resolve`). A failure to even start is reported at
     /// once (inside the drain, which then carries on with what it queues).
     pub(super) fn connect(&mut self, link: LinkId, node: iggy_route_core::NodeId, addr: &str) {
-        let span = debug_span!("link", %link, %node, %addr);
+        let span = debug_span!(parent: &self.loop_span, "link", %link, %node, %addr);
         let _entered = span.enter();
         let tls = match self.dialer.tls.as_ref().map(|tls| tls.session(addr)) {
             None => None,
