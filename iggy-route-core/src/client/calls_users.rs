@@ -20,7 +20,7 @@ use crate::wire::{
     DeletePersonalAccessTokenRequest, DeleteUserRequest, GetUserRequest, Identifier, Name,
     Password, Permissions, PersonalAccessTokenInfo, RawPersonalAccessToken, TokenExpiry,
     UpdatePermissionsRequest, UpdateUserRequest, UserDetails, UserInfo, UserStatus, WireError,
-    code, decode_personal_access_tokens, decode_users,
+    code, decode_personal_access_tokens, decode_users, validate_username,
 };
 
 fn body(encoded_len: usize, encode: impl FnOnce(&mut BytesMut)) -> Bytes {
@@ -132,6 +132,9 @@ impl Call<()> {
         username: Option<&str>,
         status: Option<UserStatus>,
     ) -> Result<Self, ClientError> {
+        if let Some(username) = username {
+            validate_username(username)?;
+        }
         let request = UpdateUserRequest {
             user: identifier(user)?,
             username: username.map(Name::new).transpose()?,
@@ -358,6 +361,18 @@ mod tests {
         assert!(Call::change_password(1u32, "no", "ok-pw").is_err());
         assert!(Call::get_user("").is_err());
         assert!(Call::update_user(1u32, Some(""), None).is_err());
+        // The SDK checks a new username as it checks a created one (3..=50 bytes).
+        for bad in ["al".to_owned(), "u".repeat(51)] {
+            assert!(matches!(
+                Call::update_user(1u32, Some(&bad), None),
+                Err(ClientError::Invalid(WireError::InvalidLength {
+                    field: "username",
+                    ..
+                }))
+            ));
+        }
+        assert!(Call::update_user(1u32, Some(&"u".repeat(50)), None).is_ok());
+        assert!(Call::update_user(1u32, None, Some(UserStatus::Inactive)).is_ok());
         assert!(Call::create_personal_access_token("", TokenExpiry::Never).is_err());
         assert!(Call::delete_personal_access_token(&"n".repeat(256)).is_err());
     }
