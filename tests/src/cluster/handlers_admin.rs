@@ -41,17 +41,17 @@ use super::outcome::Outcome;
 use super::state::{ClusterState, NodeId};
 
 /// `IggyError` codes the wire's `ErrorCode` does not name.
-mod codes {
+pub(super) mod codes {
     /// `InvalidTopicSize`: a size cap below one segment.
     pub(super) const INVALID_TOPIC_SIZE: u32 = 1019;
     /// `TooManyPartitions`: a partitions change of 0 or above the per-request cap.
-    pub(super) const TOO_MANY_PARTITIONS: u32 = 2015;
+    pub(crate) const TOO_MANY_PARTITIONS: u32 = 2015;
     /// `UnsupportedOptionKey`.
     pub(super) const UNSUPPORTED_OPTION_KEY: u32 = 4041;
 }
 
 /// Most partitions one request may add or remove (`MAX_PARTITIONS_PER_REQUEST`).
-const MAX_PARTITIONS_PER_REQUEST: u32 = 1000;
+pub(super) const MAX_PARTITIONS_PER_REQUEST: u32 = 1000;
 
 /// Every topic's segment size: the server's default, as the model sets no other.
 const SEGMENT_SIZE: u64 = 1 << 30;

@@ -15,6 +15,8 @@ use iggy_route_core::wire::{
 };
 
 use super::catalog::{CatalogError, Lookup, Stream, Topic};
+use super::handlers_admin::MAX_PARTITIONS_PER_REQUEST;
+use super::handlers_admin::codes::TOO_MANY_PARTITIONS;
 use super::outcome::Outcome;
 use super::partition::Partition;
 use super::state::{ClusterState, NodeId};
@@ -138,6 +140,9 @@ pub(super) fn write(
     operation: MetadataCreate,
     body: &[u8],
 ) -> Outcome {
+    if let Err(code) = admit_partitions_count(operation, body) {
+        return Outcome::status(code, state.commit());
+    }
     if node != state.metadata_leader() {
         return Outcome::result_rejected(ErrorCode::TransientNotAccepted, state.commit());
     }
@@ -154,6 +159,29 @@ pub(super) fn write(
         // A body that does not decode is refused before it reaches the log.
         Err(ErrorCode::InvalidFormat) => Outcome::status(ErrorCode::InvalidFormat, state.commit()),
         Err(code) => Outcome::result_rejected(code, state.commit()),
+    }
+}
+
+/// The partitions count of one request, checked by any node before consensus as the
+/// server does (`TooManyPartitions` on the status channel): a topic may be created with
+/// 0..=1,000 partitions, and 1..=1,000 may be added at once. What the topic as a whole may
+/// hold is checked after consensus (`InvalidPartitionsCount`).
+fn admit_partitions_count(operation: MetadataCreate, body: &[u8]) -> Result<(), ErrorCode> {
+    let (count, least) = match operation {
+        MetadataCreate::Stream => return Ok(()),
+        MetadataCreate::Topic => match CreateTopicRequest::decode(body) {
+            Ok(request) => (request.partitions_count, 0),
+            Err(_) => return Ok(()),
+        },
+        MetadataCreate::Partitions => match CreatePartitionsRequest::decode(body) {
+            Ok(request) => (request.partitions_count, 1),
+            Err(_) => return Ok(()),
+        },
+    };
+    if (least..=MAX_PARTITIONS_PER_REQUEST).contains(&count) {
+        Ok(())
+    } else {
+        Err(ErrorCode::from_u32(TOO_MANY_PARTITIONS))
     }
 }
 
@@ -371,6 +399,49 @@ mod tests {
         assert_eq!(
             again.result_code(),
             ErrorCode::StreamNameAlreadyExists.as_u32()
+        );
+    }
+
+    /// As on the real cluster: a count no single request may carry is refused on the
+    /// status channel by any node, before consensus, and changes nothing.
+    #[test]
+    fn partition_counts_out_of_range_are_refused_before_consensus() {
+        let mut state = cluster(3);
+        let (stream, topic) = super::super::testkit::seed_topic(&mut state, 2);
+        let mut client = Client::signed_in(&mut state, 1, 1);
+        for count in [0, 1_001] {
+            let request = CreatePartitionsRequest {
+                stream: Identifier::Numeric(stream),
+                topic: Identifier::Numeric(topic),
+                partitions_count: count,
+            };
+            let body = encode(|o| request.encode(o));
+            let answer = client.write(&mut state, Operation::CreatePartitions, body);
+            assert_eq!(
+                answer.status(),
+                2015,
+                "{count} partitions: TooManyPartitions"
+            );
+        }
+        let too_many = CreateTopicRequest {
+            stream: Identifier::Numeric(stream),
+            partitions_count: 1_001,
+            name: name_of("too-many"),
+            options: bytes::Bytes::new(),
+        };
+        let body = encode(|o| too_many.encode(o));
+        let answer = client.write(&mut state, Operation::CreateTopic, body);
+        assert_eq!(answer.status(), 2015, "TooManyPartitions");
+        let topic = state
+            .catalog
+            .topic(Lookup::Id(stream), Lookup::Id(topic))
+            .unwrap();
+        assert_eq!(topic.partitions.len(), 2);
+        assert!(
+            state
+                .catalog
+                .topic(Lookup::Id(stream), Lookup::Name("too-many"))
+                .is_err()
         );
     }
 

@@ -80,26 +80,25 @@ pub(super) fn write(
     let Ok((key, offset)) = decoded else {
         return Outcome::status(ErrorCode::InvalidFormat, commit);
     };
-    // The server resolves an offset write's partition without a default: no partition id
-    // is `InvalidIdentifier`, whatever else the body names (`resolve_partition_namespace`,
-    // core/server/src/responses.rs).
+    // An offset write is a partition-plane op: the server resolves its partition without a
+    // default, and whatever does not resolve (no partition id, or a stream, topic or
+    // partition it does not know) is denied `ResourceNotFound` before the plane is
+    // touched, as a send's is (seen on the real cluster for a delete without a partition).
     if key.partition_id.is_none() {
-        return Outcome::status(ErrorCode::InvalidIdentifier, commit);
+        return Outcome::status(ErrorCode::ResourceNotFound, commit);
     }
-    // §13.3: an unresolved namespace is denied with the resolver's own code.
-    let target = match resolve(
+    let Ok(target) = resolve(
         state,
         &key.consumer,
         &key.stream,
         &key.topic,
         key.partition_id,
-    ) {
-        Ok(target) => target,
-        Err(code) => return Outcome::status(code, commit),
+    ) else {
+        return Outcome::status(ErrorCode::ResourceNotFound, commit);
     };
     let node = connection.node();
     let Some(partition) = target.partition_mut(state) else {
-        return Outcome::status(ErrorCode::PartitionNotFound, commit);
+        return Outcome::status(ErrorCode::ResourceNotFound, commit);
     };
     if partition.primary != node {
         return Outcome::status(ErrorCode::TransientNotAccepted, commit);

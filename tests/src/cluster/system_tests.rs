@@ -178,7 +178,8 @@ fn get_consumer_offset_answers_like_the_server_for_every_miss() {
         Bytes::from_static(&[1]),
     );
     assert!(garbage.body().is_empty());
-    // An offset write needs its partition: without one every node refuses it.
+    // An offset write needs its partition: without one every node refuses it, as the real
+    // server's partition dispatch refuses any namespace it cannot resolve.
     let delete = DeleteConsumerOffsetRequest {
         key: offset_key(None),
     };
@@ -187,7 +188,7 @@ fn get_consumer_offset_answers_like_the_server_for_every_miss() {
         Operation::DeleteConsumerOffset,
         encode(|o| delete.encode(o)),
     );
-    assert_eq!(answer.status(), ErrorCode::InvalidIdentifier.as_u32());
+    assert_eq!(answer.status(), ErrorCode::ResourceNotFound.as_u32());
 }
 
 // ---- system ------------------------------------------------------------------------
