@@ -18,6 +18,7 @@
 
 mod cluster;
 pub mod codes;
+mod consumer_groups;
 mod details;
 mod error_code;
 mod eviction;
@@ -50,6 +51,10 @@ pub use cluster::{
     ClusterMetadata, ClusterNode, ConsumerSession, NodeRole, NodeStatus, PollRouting,
 };
 pub use codes::{Operation, code};
+pub use consumer_groups::{
+    ConsumerGroupAssignment, ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupMember,
+    ConsumerGroupRef, CreateConsumerGroupRequest, GetConsumerGroupsRequest,
+};
 pub use details::{PartitionInfo, StreamDetails, TopicDetails, TopicSummary};
 pub use error_code::{ErrorCode, EvictionReason};
 pub use eviction::EvictionHeader;
