@@ -10,6 +10,7 @@
 
 mod call;
 mod calls_admin;
+mod calls_groups;
 mod calls_session;
 mod calls_system;
 mod calls_users;

@@ -307,6 +307,38 @@ macro_rules! for_each_operation {
     ) -> ()
         = $crate::client::Call::delete_consumer_offset(consumer, stream, topic, partition_id)?;
 
+    /// A consumer group with its members and their partitions, or `None` when there is
+    /// no such group.
+    fn get_consumer_group(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        group: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> Option<$crate::wire::ConsumerGroupDetails>
+        = $crate::client::Call::get_consumer_group(stream, topic, group)?;
+
+    /// Every consumer group of a topic.
+    fn get_consumer_groups(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> Vec<$crate::wire::ConsumerGroupInfo>
+        = $crate::client::Call::get_consumer_groups(stream, topic)?;
+
+    /// Creates a consumer group on a topic (the server picks its id) and answers it.
+    fn create_consumer_group(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        name: &str,
+    ) -> $crate::wire::ConsumerGroupDetails
+        = $crate::client::Call::create_consumer_group(stream, topic, name)?;
+
+    /// Deletes a consumer group, its membership and its stored offsets.
+    fn delete_consumer_group(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        group: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> ()
+        = $crate::client::Call::delete_consumer_group(stream, topic, group)?;
+
     /// Asks the partition's primary to write its unsaved messages to disk (the 0.11.0
     /// server answers `FeatureUnavailable`: it has no such operation).
     fn flush_unsaved_buffer(
