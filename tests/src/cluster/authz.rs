@@ -238,6 +238,17 @@ pub(super) fn read(
                 Ok(_) | Err(_) => Ok(()),
             }
         }
+        // The SDK's trait: reading groups needs the permission to read the topic.
+        code::GET_CONSUMER_GROUP | code::GET_CONSUMER_GROUPS | code::SYNC_CONSUMER_GROUP => {
+            let mut r = Reader::new(body);
+            match (Identifier::decode(&mut r), Identifier::decode(&mut r)) {
+                (Ok(stream), Ok(topic)) => match resolve_topic(state, &stream, &topic, horizon) {
+                    Some((stream, topic)) => rules.get_topic(stream, topic),
+                    None => Ok(()),
+                },
+                _ => Ok(()),
+            }
+        }
         code::GET_CONSUMER_OFFSET | code::GET_CONSUMER_OFFSET_ROUTING => {
             match ConsumerOffsetKey::decode(body) {
                 Ok(key) => match resolve_topic(state, &key.stream, &key.topic, None) {

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use super::groups::Groups;
 use super::partition::Partition;
 use super::state::NodeId;
 
@@ -39,6 +40,8 @@ pub struct Topic {
     pub partitions: Vec<Partition>,
     /// Server-side round-robin cursor for `Balanced` sends (the SDK resolves it itself).
     pub balanced_cursor: u32,
+    /// Its consumer groups.
+    pub groups: Groups,
 }
 
 impl Topic {
@@ -315,6 +318,7 @@ impl Catalog {
             compression: 1,
             partitions: Vec::new(),
             balanced_cursor: 0,
+            groups: Groups::default(),
         };
         topic.add_partitions(partitions, created_at, primary);
         stream.topics.insert(id, topic);
@@ -336,6 +340,7 @@ impl Catalog {
             return Err(CatalogError::InvalidPartitionsCount);
         }
         topic.add_partitions(count, created_at, primary);
+        topic.groups.repartitioned(partitions_count(topic));
         Ok(())
     }
 
@@ -425,8 +430,24 @@ impl Catalog {
             .checked_sub(count as usize)
             .ok_or(CatalogError::InvalidPartitionsCount)?;
         topic.partitions.truncate(kept);
+        topic.groups.repartitioned(partitions_count(topic));
         Ok(())
     }
+
+    /// A session ended: its consumer-group memberships end with it, in every topic.
+    pub fn session_ended(&mut self, client: u128) {
+        for stream in self.streams.values_mut() {
+            for topic in stream.topics.values_mut() {
+                let partitions = partitions_count(topic);
+                topic.groups.session_ended(client, partitions);
+            }
+        }
+    }
+}
+
+/// A topic's partitions count, as the wire carries it.
+pub(super) fn partitions_count(topic: &Topic) -> u32 {
+    u32::try_from(topic.partitions.len()).unwrap_or(u32::MAX)
 }
 
 /// The lowest id at or above `first_id` that `taken` does not hold: the real server

@@ -20,7 +20,11 @@ mod control;
 mod driver;
 #[cfg(test)]
 mod driver_tests;
+mod groups;
+#[cfg(test)]
+mod groups_tests;
 mod handlers_admin;
+mod handlers_groups;
 mod handlers_messages;
 mod handlers_metadata;
 mod handlers_offsets;

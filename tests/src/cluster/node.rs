@@ -13,6 +13,7 @@ use iggy_route_core::wire::{
 };
 
 use super::handlers_admin::AdminWrite;
+use super::handlers_groups::GroupWrite;
 use super::handlers_metadata::MetadataCreate;
 use super::handlers_offsets::OffsetWrite;
 use super::outcome::Outcome;
@@ -231,13 +232,31 @@ impl NodeConnection {
             | code::FLUSH_UNSAVED_BUFFER
             | code::GET_USER
             | code::GET_USERS
-            | code::GET_PERSONAL_ACCESS_TOKENS => {
+            | code::GET_PERSONAL_ACCESS_TOKENS
+            | code::GET_CONSUMER_GROUP
+            | code::GET_CONSUMER_GROUPS
+            | code::SYNC_CONSUMER_GROUP => {
                 // §13.3: a 104 is authorised by its attachment, not by its own login.
                 if self.binding.is_none() && header.code != code::POLL_MESSAGES_ON_PRIMARY {
                     return Outcome::status(ErrorCode::Unauthenticated, commit);
                 }
                 if let Some(denied) = super::authz::read(self, state, header.code, body) {
                     return denied;
+                }
+                if matches!(
+                    header.code,
+                    code::GET_CONSUMER_GROUP
+                        | code::GET_CONSUMER_GROUPS
+                        | code::SYNC_CONSUMER_GROUP
+                ) {
+                    // A sync names its member by the client id of its header.
+                    return super::handlers_groups::read(
+                        self,
+                        state,
+                        header.code,
+                        header.client,
+                        body,
+                    );
                 }
                 self.dispatch_authenticated_read(state, header.code, body)
             }
@@ -331,6 +350,18 @@ impl NodeConnection {
             | Operation::CreatePersonalAccessToken
             | Operation::DeletePersonalAccessToken => {
                 super::handlers_users::write(self, state, header.operation, body)
+            }
+            Operation::CreateConsumerGroup => {
+                super::handlers_groups::write(self, state, GroupWrite::Create, body)
+            }
+            Operation::DeleteConsumerGroup => {
+                super::handlers_groups::write(self, state, GroupWrite::Delete, body)
+            }
+            Operation::JoinConsumerGroup => {
+                super::handlers_groups::write(self, state, GroupWrite::Join, body)
+            }
+            Operation::LeaveConsumerGroup => {
+                super::handlers_groups::write(self, state, GroupWrite::Leave, body)
             }
             Operation::SendMessages => super::handlers_messages::send(self, state, header, body),
             Operation::StoreConsumerOffset => {

@@ -515,6 +515,8 @@ impl ClusterState {
     /// End a session (logout or the connection closed). Attachments to it die with it.
     pub fn end_session(&mut self, client_id: u128) {
         self.sessions.remove(&client_id);
+        // A logout, a closed connection or an eviction ends the memberships too.
+        self.catalog.session_ended(client_id);
     }
 
     /// Number of live sessions.
