@@ -319,6 +319,39 @@ macro_rules! metadata_day {
         let missing = $wait!(client.delete_segments(s, t, 99, 1));
         assert_eq!(sdk_day::status_of(missing), ErrorCode::PartitionNotFound);
 
+        // Consumer groups: created and deleted on the metadata leader, read back at once
+        // (our own write), by id and by name; their not-founds typed as the server's.
+        let group = $wait!(client.create_consumer_group(s, t, "readers")).unwrap();
+        assert_eq!(
+            (group.info.partitions_count, group.info.members_count),
+            (2, 0)
+        );
+        let g = group.info.id;
+        let by_id = $wait!(client.get_consumer_group(s, t, g))
+            .unwrap()
+            .expect("group");
+        assert_eq!(by_id.info.name.as_str(), "readers");
+        let by_name = $wait!(client.get_consumer_group(s, t, "readers"))
+            .unwrap()
+            .expect("group by name");
+        assert_eq!((by_name.info.id, by_name.members.len()), (g, 0));
+        let taken = $wait!(client.create_consumer_group(s, t, "readers"));
+        assert_eq!(sdk_day::status_of(taken).as_u32(), 5004, "name taken");
+        $wait!(client.create_consumer_group(s, t, "auditors")).unwrap();
+        let groups = $wait!(client.get_consumer_groups(s, t)).unwrap();
+        assert_eq!(
+            groups.iter().map(|g| g.name.as_str()).collect::<Vec<_>>(),
+            ["readers", "auditors"]
+        );
+        $wait!(client.delete_consumer_group(s, t, g)).unwrap();
+        assert!(
+            $wait!(client.get_consumer_group(s, t, g))
+                .unwrap()
+                .is_none()
+        );
+        let gone = $wait!(client.delete_consumer_group(s, t, g));
+        assert_eq!(sdk_day::status_of(gone).as_u32(), 5000, "group not found");
+
         $wait!(client.delete_topic(s, t)).unwrap();
         assert!($wait!(client.get_topic(s, t)).unwrap().is_none());
         assert!($wait!(client.get_topics(s)).unwrap().is_empty());
