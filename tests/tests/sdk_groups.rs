@@ -12,9 +12,10 @@ use std::collections::BTreeSet;
 use bytes::Bytes;
 use iggy::prelude::*;
 use iggy_route_tests::cluster::TestCluster;
+use iggy_route_tests::real_cluster::{RealCluster, unique_name};
 
-async fn sdk_client(cluster: &TestCluster) -> IggyClient {
-    let url = format!("iggy://iggy:iggy@{}", cluster.addr(0));
+async fn sdk_client(addr: &str) -> IggyClient {
+    let url = format!("iggy://iggy:iggy@{addr}");
     let client = IggyClient::from_connection_string(&url).unwrap();
     client.connect().await.unwrap();
     client
@@ -32,12 +33,17 @@ fn code(result: Result<impl std::fmt::Debug, IggyError>) -> u32 {
 }
 
 /// The partitions a member's group polls (no partition given) read from.
-async fn partitions_polled(client: &IggyClient, group: &Consumer, polls: usize) -> BTreeSet<u32> {
+async fn partitions_polled(
+    client: &IggyClient,
+    shop: &str,
+    group: &Consumer,
+    polls: usize,
+) -> BTreeSet<u32> {
     let mut seen = BTreeSet::new();
     for _ in 0..polls {
         let polled = client
             .poll_messages(
-                &named("shop"),
+                &named(shop),
                 &named("orders"),
                 None,
                 group,
@@ -60,18 +66,33 @@ async fn partitions_polled(client: &IggyClient, group: &Consumer, polls: usize) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sdk_administers_groups_and_its_members_poll_their_own_partitions() {
     let cluster = TestCluster::start(3).await;
-    let first = sdk_client(&cluster).await;
-    let second = sdk_client(&cluster).await;
-    first.create_stream("shop").await.unwrap();
-    let options = TopicCreateOptions {
-        partitions_count: Some(3),
-        ..TopicCreateOptions::default()
+    groups_day(&cluster.addr(0).to_string(), "shop").await;
+}
+
+/// The same against the real cluster named by `IGGY_ROUTE_REAL_CLUSTER` (skipped without
+/// it): the oracle for the model's answers, ids and assignments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdk_administers_groups_on_the_real_cluster() {
+    let Some(cluster) = RealCluster::from_env("sdk_groups") else {
+        return;
     };
-    first
-        .create_topic(&named("shop"), "orders", &options)
-        .await
-        .unwrap();
-    let (stream, topic) = (named("shop"), named("orders"));
+    groups_day(&cluster.nodes[0], &unique_name("sdk-groups")).await;
+}
+
+/// The SDK's own client on node `addr` (the metadata leader, where the SDK settles), with a
+/// stream named `shop`.
+async fn groups_day(addr: &str, shop: &str) {
+    let first = sdk_client(addr).await;
+    let second = sdk_client(addr).await;
+    // The stream and topic come from our own client: the real server refuses the options
+    // block the SDK 0.11.0 sends with `create_topic` (`UnsupportedOptionKey("")`).
+    let url = format!("iggy://iggy:iggy@{addr}");
+    let config = iggy_route_core::Config::from_connection_string(&url).unwrap();
+    let ours = iggy_route_tokio::Client::connect(config).await.unwrap();
+    ours.create_stream(shop).await.unwrap();
+    ours.create_topic(shop, "orders", 3).await.unwrap();
+    ours.shutdown().await;
+    let (stream, topic) = (named(shop), named("orders"));
     for partition in 0..3 {
         let mut messages: Vec<IggyMessage> = (0..2)
             .map(|i| {
@@ -112,14 +133,18 @@ async fn the_sdk_administers_groups_and_its_members_poll_their_own_partitions() 
         .create_consumer_group(&stream, &topic, "audit")
         .await
         .unwrap();
-    let listed: Vec<(u32, String)> = first
+    // The real server lists groups in its hash map's order, so only the set is compared.
+    let listed: BTreeSet<(u32, String)> = first
         .get_consumer_groups(&stream, &topic)
         .await
         .unwrap()
         .into_iter()
         .map(|g| (g.id, g.name))
         .collect();
-    assert_eq!(listed, vec![(0, "billing".into()), (1, "audit".into())]);
+    assert_eq!(
+        listed,
+        BTreeSet::from([(0, "billing".into()), (1, "audit".into())])
+    );
     let by_name = first
         .get_consumer_group(&stream, &topic, &named("audit"))
         .await
@@ -157,8 +182,8 @@ async fn the_sdk_administers_groups_and_its_members_poll_their_own_partitions() 
     );
 
     let consumer = Consumer::group(billing.clone());
-    let mine = partitions_polled(&first, &consumer, 4).await;
-    let theirs = partitions_polled(&second, &consumer, 2).await;
+    let mine = partitions_polled(&first, shop, &consumer, 4).await;
+    let theirs = partitions_polled(&second, shop, &consumer, 2).await;
     assert_eq!(mine, BTreeSet::from([0, 1]));
     assert_eq!(theirs, BTreeSet::from([2]));
 
@@ -185,4 +210,5 @@ async fn the_sdk_administers_groups_and_its_members_poll_their_own_partitions() 
         code(first.delete_consumer_group(&stream, &topic, &billing).await),
         5000
     );
+    first.delete_stream(&stream).await.unwrap();
 }
