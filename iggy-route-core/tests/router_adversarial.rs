@@ -459,3 +459,33 @@ fn a_node_that_signs_links_in_then_breaks_the_protocol_is_redialled_with_backoff
         .count();
     assert!(violations >= 2, "each link was closed for its violation");
 }
+
+/// A metadata write answered "not committed yet" (57) in its result section, as the real
+/// leader answers writes still in flight: the outcome is unknown, so the same bytes are
+/// written again on the same link until it is answered, never reported as the server's
+/// refusal (the real cluster showed `create_topic` failing with `TransientNotCommitted`
+/// under concurrent writes).
+#[test]
+fn a_metadata_write_answered_57_in_its_result_section_is_replayed_not_failed() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |config| {
+        config.request_timeout = Duration::from_secs(5);
+    });
+    h.cluster.not_committed = 3;
+    let call = iggy_route_core::client::Call::delete_stream(1u32).unwrap();
+    let id = h.router.submit(h.now, call.request).unwrap();
+    h.run();
+    h.advance_to(Duration::from_secs(4));
+    assert!(h.outcome(id).is_ok(), "{:?}", h.outcome(id));
+    let writes: Vec<(LinkId, String)> = h
+        .written
+        .iter()
+        .filter(|(_, _, name)| name.starts_with("DeleteStream"))
+        .map(|(_, link, name)| (*link, name.clone()))
+        .collect();
+    assert_eq!(writes.len(), 4, "three 57s, then the answer: {writes:?}");
+    assert!(
+        writes.iter().all(|(link, _)| *link == writes[0].0),
+        "every replay on the same link: {writes:?}"
+    );
+    assert_eq!(h.router.stats().replays, 3);
+}

@@ -41,7 +41,8 @@ pub struct FakeCluster {
     pub logs: BTreeMap<u32, u64>,
     /// Evict every login with `InvalidCredentials`, as a server does for a bad password.
     pub refuse_logins: bool,
-    /// Answer this many of the next sends with `TransientNotCommitted` (57), outcome unknown.
+    /// Answer this many of the next sends and metadata writes with `TransientNotCommitted`
+    /// (57), outcome unknown.
     pub not_committed: usize,
     /// Logins served.
     pub logins: usize,
@@ -131,6 +132,20 @@ impl FakeCluster {
                 }
             }
             Operation::NonReplicated => self.read(node, &header, &body, &mut out),
+            // A metadata write answers in its result section, as the server's do: 57 while
+            // `not_committed` lasts (in flight on the leader), then an empty success.
+            other if other.is_metadata() && self.not_committed > 0 => {
+                self.not_committed -= 1;
+                crate::wire::put_result_rejection(
+                    crate::wire::ErrorCode::TransientNotCommitted.as_u32(),
+                    &mut out,
+                );
+                (format!("{other:?} 57"), 0, 0)
+            }
+            other if other.is_metadata() => {
+                put_result_ok(&mut out);
+                (format!("{other:?}"), 0, 1)
+            }
             other => panic!("unexpected operation {other:?}"),
         };
         let reply = ReplyHeader::for_request(&header, status, commit, out.len());

@@ -94,9 +94,7 @@ impl Router {
             self.violation(now, link_id, mismatch);
             return;
         }
-        if header.status == ErrorCode::TransientNotCommitted.as_u32()
-            && matches!(in_flight.job, Job::Request(..))
-        {
+        if not_committed(&header, &body) && matches!(in_flight.job, Job::Request(..)) {
             // Outcome unknown: only a replay of the same bytes on the same link is safe
             // (protocol §6, 57), and only while the request lives and replays remain.
             link.in_flight = Some(in_flight);
@@ -563,6 +561,18 @@ fn is_transient(code: ErrorCode) -> bool {
         code,
         ErrorCode::TransientNotAccepted | ErrorCode::TransientNotCommitted
     )
+}
+
+/// "Not committed yet" (57): on the status channel, or, for a result-framed operation (a
+/// metadata write in flight or not caught up on the leader), in the result section. Either
+/// way the outcome is unknown and only a replay of the same bytes is safe.
+fn not_committed(header: &ReplyHeader, body: &[u8]) -> bool {
+    let code = ErrorCode::TransientNotCommitted;
+    if header.status != 0 {
+        return header.status == code.as_u32();
+    }
+    header.operation.is_result_framed()
+        && matches!(crate::wire::split_result(body), Ok(Err(found)) if found == code)
 }
 
 /// Status 40 / 30: the frame was not processed under a live session.
