@@ -3,7 +3,9 @@
 //! driver's control API switch each on for a node for a while, and each is counted, so
 //! that a long run proves it met every one:
 //! - **not committed**: the node answers sends to the partitions it leads with 57
-//!   (`TransientNotCommitted`) and stores nothing, as during a quorum loss;
+//!   (`TransientNotCommitted`) and stores nothing, as during a quorum loss; as the metadata
+//!   leader it answers metadata writes `[1][0][57]` in their result section and applies
+//!   nothing, as the real leader answers writes still in flight;
 //! - **duplicated replies**: the node writes each reply twice, back to back;
 //! - **lying routes**: the node answers route lookups (103) naming a backup, so the named
 //!   node refuses (a stale primary kept for a while);
@@ -29,7 +31,8 @@ use std::net::SocketAddr;
 /// A behaviour the schedule can switch on for a node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Misbehaviour {
-    /// Sends to the node's partitions are answered 57 and not stored.
+    /// Sends to the node's partitions, and metadata writes on the leader, are answered 57
+    /// and not applied.
     NotCommitted,
     /// Every reply is written twice.
     DuplicateReplies,
@@ -101,18 +104,33 @@ impl Adversary {
     }
 
     /// Before the model sees a request: garbage, or a 57 for a send that `node` would
-    /// admit (`leads` says whether it leads the send's stream, topic and partition).
+    /// admit (`leads` says whether it leads the send's stream, topic and partition), or for
+    /// a metadata write when `node` is the metadata `leader` (in the result section, as the
+    /// real leader answers a write still in flight).
     pub fn before(
         &mut self,
         node: usize,
         now: Duration,
-        header: &RequestHeader,
-        body: &[u8],
+        (header, body): (&RequestHeader, &[u8]),
+        leader: bool,
         leads: impl FnOnce(&SendMessagesRequest, u32) -> bool,
     ) -> Verdict {
         if self.active(node, Misbehaviour::Garbage, now) {
             self.counts.garbage += 1;
             return Verdict::Instead(Bytes::from(vec![0xA5; 300]));
+        }
+        let metadata_write = header.operation.is_metadata() && header.operation.is_result_framed();
+        if metadata_write && leader && self.active(node, Misbehaviour::NotCommitted, now) {
+            self.counts.not_committed += 1;
+            let mut rejection = BytesMut::new();
+            iggy_route_core::wire::put_result_rejection(
+                iggy_route_core::wire::ErrorCode::TransientNotCommitted.as_u32(),
+                &mut rejection,
+            );
+            return Verdict::Instead(reply_frame(
+                ReplyHeader::for_request(header, 0, 0, 0),
+                &rejection,
+            ));
         }
         let is_send = header.operation == Operation::SendMessages;
         if is_send && self.active(node, Misbehaviour::NotCommitted, now) {

@@ -381,7 +381,8 @@ where
                             .partition(lookup(&send.stream), lookup(&send.topic), partition)
                             .is_ok_and(|found| found.primary == node)
                     };
-                    match adversary.before(node, now, &header, &body, leads) {
+                    let leader = state.metadata_leader() == node;
+                    match adversary.before(node, now, (&header, &body), leader, leads) {
                         Verdict::Instead(reply) => Some(reply),
                         Verdict::Model => {
                             let reply = connection.model.handle(&mut state, node, header, body);

@@ -223,8 +223,10 @@ impl SimNodes {
                                 .is_ok_and(|found| found.primary == node)
                         })
                     };
+                    let leader = self.state.metadata_leader() == node;
                     if let Verdict::Instead(reply) =
-                        self.adversary.before(node, now, &header, &body, leads)
+                        self.adversary
+                            .before(node, now, (&header, &body), leader, leads)
                     {
                         received.replies.push(reply);
                         continue;

@@ -525,3 +525,34 @@ pub(super) fn session_node_stops(adapter: Adapter) {
     world.rt.block_on(world.cluster.restart_node(2));
 }
 both_adapters!(session_node_stops);
+
+/// The metadata leader answers writes still in flight "not committed yet" (57) in their
+/// result section (seen on the real cluster under concurrent writes: `create_topic` failed
+/// with `TransientNotCommitted`). The outcome is unknown, so the client writes the same bytes
+/// again on the same link until it is answered: the write succeeds once, with no duplicate.
+pub(super) fn metadata_writes_answered_57_are_replayed(adapter: Adapter) {
+    use iggy_route_tests::cluster::adversary::Misbehaviour;
+    let _dog = watchdog("metadata_57", Duration::from_secs(60));
+    let world = world();
+    let client = world.connect(adapter, 2);
+    let name = format!("in-flight-{adapter:?}");
+    let window = Duration::from_millis(300);
+    world
+        .cluster
+        .misbehave(LEADER, Misbehaviour::NotCommitted, window);
+    let created = call!(client, create_stream(&name)).unwrap();
+    let topic = call!(client, create_topic(created.id, "t", 2)).unwrap();
+    assert_eq!(topic.summary.partitions_count, 2);
+    let streams = call!(client, get_streams()).unwrap();
+    assert_eq!(
+        streams
+            .iter()
+            .filter(|s| s.name.as_str() == name.as_str())
+            .count(),
+        1
+    );
+    let stats = client.stats();
+    assert!(stats.replays >= 1, "the 57s were replayed: {stats:?}");
+    assert_eq!(stats.session_moves, 0);
+}
+both_adapters!(metadata_writes_answered_57_are_replayed);
