@@ -10,8 +10,12 @@
 //!   whole group: partition `i` goes to the member in slot order `i % members`.
 //! - Every change of membership or assignment bumps the group's generation.
 //!
-//! Not modelled: the server's pending revocations (a partition polled past its committed
-//! offset is handed over only once drained, or after 30 s); here a handover is immediate.
+//! Not modelled: the server's pending revocations. A partition the group polled past its
+//! committed offset is handed over only once the old member drains it, or after 30 s; until
+//! then the old member keeps it in listings but may no longer poll it, and the newcomer has
+//! nothing (seen on the real cluster: a member that had polled all three partitions and
+//! committed nothing, then a second member's join, listed `[[0, 1, 2], []]`). Here a
+//! handover is immediate.
 
 use std::collections::BTreeMap;
 

@@ -10,7 +10,7 @@ use iggy_route_core::wire::{
 };
 
 use super::state::ClusterState;
-use super::testkit::{Client, cluster, encode, seed_topic};
+use super::testkit::{Client, cluster, encode, seed_topic, send_body};
 
 fn group(stream: u32, topic: u32, group: Identifier) -> ConsumerGroupRef {
     ConsumerGroupRef {
@@ -202,4 +202,59 @@ fn members_sync_their_own_partitions_and_a_session_s_end_rebalances() {
     let again = member_write(&mut second, &mut state, Operation::LeaveConsumerGroup, 0);
     assert_eq!(again.result_code(), 5006, "ConsumerGroupMemberNotFound");
     assert_eq!(sync(&mut second, &mut state), None);
+}
+
+/// The poll fence, as the real server's `resolve_poll_request` makes it: a group poll reads
+/// only a partition the member (the header's client id) owns now; anything else is the
+/// empty poll whose partition is `u32::MAX`, the SDK's signal to re-sync.
+#[test]
+fn a_group_poll_of_a_partition_the_member_does_not_own_says_re_sync() {
+    use iggy_route_core::wire::{
+        Consumer, ConsumerKind, PollMessagesReply, PollMessagesRequest, PollingStrategy,
+    };
+    let mut state = state();
+    let mut first = Client::signed_in(&mut state, 0, 11);
+    let mut second = Client::signed_in(&mut state, 0, 22);
+    let mut outsider = Client::signed_in(&mut state, 0, 33);
+    assert_eq!(create(&mut first, &mut state, "g").result_code(), 0);
+    member_write(&mut first, &mut state, Operation::JoinConsumerGroup, 0);
+    member_write(&mut second, &mut state, Operation::JoinConsumerGroup, 0);
+    for partition in 0..3 {
+        let sent = first.write(
+            &mut state,
+            Operation::SendMessages,
+            send_body(0, 0, partition, &["m"]),
+        );
+        assert_eq!(sent.status(), 0);
+    }
+    let poll = |client: &mut Client, state: &mut ClusterState, partition: u32| {
+        let request = PollMessagesRequest {
+            consumer: Consumer {
+                kind: ConsumerKind::ConsumerGroup,
+                id: Identifier::Numeric(0),
+            },
+            stream: 0.into(),
+            topic: 0.into(),
+            partition_id: Some(partition),
+            strategy: PollingStrategy::Offset(0),
+            count: 10,
+            auto_commit: false,
+        };
+        let answer = client.read(state, code::POLL_MESSAGES, encode(|o| request.encode(o)));
+        assert_eq!(answer.status(), 0);
+        let reply = PollMessagesReply::decode(&answer.body()).unwrap();
+        (reply.partition_id, reply.messages.len())
+    };
+    assert_eq!(poll(&mut first, &mut state, 0), (0, 1));
+    assert_eq!(
+        poll(&mut first, &mut state, 2),
+        (u32::MAX, 0),
+        "the second's partition"
+    );
+    assert_eq!(poll(&mut second, &mut state, 2), (2, 1));
+    assert_eq!(
+        poll(&mut outsider, &mut state, 0),
+        (u32::MAX, 0),
+        "not a member"
+    );
 }

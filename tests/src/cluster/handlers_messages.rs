@@ -10,8 +10,8 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use iggy_route_core::partitioning::{Partitioning, resolve_partition};
 use iggy_route_core::wire::{
-    ErrorCode, Message, PollMessagesRequest, PollingStrategy, RequestHeader, SendConfirmation,
-    SendMessagesReply, SendMessagesRequest, encode_batch,
+    ConsumerKind, ErrorCode, Message, PollMessagesRequest, PollingStrategy, RequestHeader,
+    SendConfirmation, SendMessagesReply, SendMessagesRequest, encode_batch,
 };
 
 use super::handlers_metadata::lookup;
@@ -113,7 +113,7 @@ fn new_message(message: Message) -> NewMessage {
 pub(super) fn poll(
     connection: &NodeConnection,
     state: &mut ClusterState,
-    body: &[u8],
+    (client, body): (u128, &[u8]),
     on_primary: bool,
 ) -> Outcome {
     let commit = state.commit();
@@ -145,6 +145,27 @@ pub(super) fn poll(
         Ok(target) => target,
         Err(code) => return Outcome::status(code, commit),
     };
+    // The group fence: a group poll reads only a partition its member owns now. The member
+    // is the header's client id on a plain poll (the server reads it from the header), the
+    // attached parent on a 104. Anything else (not a member, no such group, a partition
+    // handed over) is the empty poll whose partition is `u32::MAX`: re-sync.
+    if request.consumer.kind == ConsumerKind::ConsumerGroup {
+        let member = if on_primary {
+            connection.attachment().map_or(0, |parent| parent.client_id)
+        } else {
+            client
+        };
+        let owned = state
+            .catalog
+            .topic(lookup(&request.stream), lookup(&request.topic))
+            .ok()
+            .and_then(|topic| topic.groups.find(lookup(&request.consumer.id)))
+            .and_then(|group| group.member(member))
+            .is_some_and(|found| found.partitions.contains(&target.partition_id));
+        if !owned {
+            return Outcome::ok(encode_poll_reply(RESYNC_PARTITION, 0, &[]), commit);
+        }
+    }
     let node = connection.node();
     let owner = offset_owner(&request.consumer);
     let Some(primary) = target.partition_mut(state).map(|found| found.primary) else {
@@ -188,6 +209,9 @@ pub(super) fn poll(
     }
     Outcome::ok(body, commit)
 }
+
+/// The partition id of an empty group poll that tells the member to re-sync.
+const RESYNC_PARTITION: u32 = u32::MAX;
 
 /// `[partition_id:u32][current_offset:u64][count:u32]` then one batch record per run of
 /// messages that were stored by the same send (they share the batch's server timestamp).

@@ -258,7 +258,7 @@ impl NodeConnection {
                         body,
                     );
                 }
-                self.dispatch_authenticated_read(state, header.code, body)
+                self.dispatch_authenticated_read(state, header, body)
             }
             _ => Outcome::status(ErrorCode::InvalidCommand, commit),
         }
@@ -267,16 +267,19 @@ impl NodeConnection {
     fn dispatch_authenticated_read(
         &mut self,
         state: &mut ClusterState,
-        command: u32,
+        header: &RequestHeader,
         body: &[u8],
     ) -> Outcome {
+        let command = header.code;
         match command {
             code::GET_CLUSTER_METADATA => super::handlers_metadata::cluster_metadata(state),
             code::GET_STREAM => super::handlers_metadata::get_stream(self.node, state, body),
             code::GET_TOPIC => super::handlers_metadata::get_topic(self.node, state, body),
-            code::POLL_MESSAGES => super::handlers_messages::poll(self, state, body, false),
+            code::POLL_MESSAGES => {
+                super::handlers_messages::poll(self, state, (header.client, body), false)
+            }
             code::POLL_MESSAGES_ON_PRIMARY => {
-                super::handlers_messages::poll(self, state, body, true)
+                super::handlers_messages::poll(self, state, (header.client, body), true)
             }
             code::GET_CONSUMER_OFFSET => super::handlers_offsets::get_offset(state, body),
             code::GET_POLL_ROUTING | code::GET_CONSUMER_OFFSET_ROUTING => {
