@@ -271,11 +271,9 @@ impl Router {
                         | ErrorCode::FeatureUnavailable
                         | ErrorCode::Unauthorized
                 );
-                let session_lost =
-                    matches!(code, ErrorCode::Unauthenticated | ErrorCode::StaleClient);
                 return if unsupported {
                     Some(RouteAnswer::Unsupported)
-                } else if session_lost {
+                } else if is_session_lost(code) {
                     None
                 } else if code.is_not_found() {
                     Some(RouteAnswer::Failed(RequestError::Server { code }))
@@ -474,7 +472,7 @@ impl Router {
     ) -> Attempt {
         if code == ErrorCode::TransientNotAccepted {
             Attempt::Refused
-        } else if matches!(code, ErrorCode::Unauthenticated | ErrorCode::StaleClient) {
+        } else if is_session_lost(code) {
             // This frame was never processed under a live session: sign in again and send
             // anew, unless an earlier copy was answered 57 and may commit.
             self.close_link_quietly(now, link_id);
@@ -575,10 +573,14 @@ fn not_committed(header: &ReplyHeader, body: &[u8]) -> bool {
         && matches!(crate::wire::split_result(body), Ok(Err(found)) if found == code)
 }
 
-/// Status 40 / 30: the frame was not processed under a live session.
+/// 40 / 30: the frame was not processed under a live session.
+fn is_session_lost(code: ErrorCode) -> bool {
+    matches!(code, ErrorCode::Unauthenticated | ErrorCode::StaleClient)
+}
+
+/// A reply whose status says the session is gone (see [`is_session_lost`]).
 fn session_lost(header: &ReplyHeader) -> bool {
-    header.status == ErrorCode::Unauthenticated.as_u32()
-        || header.status == ErrorCode::StaleClient.as_u32()
+    header.status != 0 && is_session_lost(ErrorCode::from_u32(header.status))
 }
 
 fn topic_answer(header: &ReplyHeader, body: Bytes) -> TopicAnswer {
