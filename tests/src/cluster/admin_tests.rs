@@ -68,11 +68,13 @@ pub(super) fn get_topic(
     (!body.is_empty()).then(|| TopicDetails::decode(&body).unwrap())
 }
 
+/// A plain consumer's key: a group's offset is written only by a member of the group that
+/// owns the partition (see `handlers_offsets`), which these tests are not about.
 pub(super) fn offset_key(partition_id: Option<u32>) -> ConsumerOffsetKey {
     ConsumerOffsetKey {
         consumer: Consumer {
-            kind: ConsumerKind::ConsumerGroup,
-            id: id("readers"),
+            kind: ConsumerKind::Consumer,
+            id: Identifier::Numeric(9),
         },
         stream: 0.into(),
         topic: 0.into(),

@@ -8,7 +8,7 @@
 
 use bytes::BytesMut;
 use iggy_route_core::wire::{
-    ConsumerOffsetInfo, ConsumerOffsetKey, DeleteConsumerOffsetRequest, ErrorCode,
+    ConsumerKind, ConsumerOffsetInfo, ConsumerOffsetKey, DeleteConsumerOffsetRequest, ErrorCode,
     StoreConsumerOffsetRequest,
 };
 
@@ -96,6 +96,16 @@ pub(super) fn write(
     ) else {
         return Outcome::status(ErrorCode::ResourceNotFound, commit);
     };
+    // The group fence, before the primary check: a group's offset is written only by a
+    // member that owns the partition now, and the member is the identity the sending
+    // connection signed in with, not the header's `client` (the server's
+    // `fence_group_offset`, keyed by the connection's bound VSR id). Anything else is
+    // `ResourceNotFound` on every node.
+    if key.consumer.kind == ConsumerKind::ConsumerGroup
+        && !owns(state, connection, &key, target.partition_id)
+    {
+        return Outcome::status(ErrorCode::ResourceNotFound, commit);
+    }
     let node = connection.node();
     let Some(partition) = target.partition_mut(state) else {
         return Outcome::status(ErrorCode::ResourceNotFound, commit);
@@ -119,6 +129,29 @@ pub(super) fn write(
     }
     state.note_partition_commit(node);
     Outcome::result_ok(&[], commit)
+}
+
+/// Whether the member the connection acts for owns `partition` of the key's group.
+fn owns(
+    state: &ClusterState,
+    connection: &NodeConnection,
+    key: &ConsumerOffsetKey,
+    partition: u32,
+) -> bool {
+    // Where the routing commands exist, a data connection attached to a session acts for
+    // it (§13.2), as it does for a routed poll.
+    let member = match (connection.attachment(), connection.binding()) {
+        (Some(parent), _) => parent.client_id,
+        (None, Some(binding)) => binding.client_id,
+        (None, None) => return false,
+    };
+    state
+        .catalog
+        .topic(lookup(&key.stream), lookup(&key.topic))
+        .ok()
+        .and_then(|topic| topic.groups.find(lookup(&key.consumer.id)))
+        .and_then(|group| group.member(member))
+        .is_some_and(|member| member.partitions.contains(&partition))
 }
 
 #[cfg(test)]
