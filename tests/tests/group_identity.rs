@@ -13,6 +13,9 @@
 //!   primary admits it (58 elsewhere).
 //! - A second connection signing in with the member's id may write the member's offsets on
 //!   another primary; when it closes, the membership ends.
+//! - An auto-commit poll served by a backup moves only that backup's own copy of the offset
+//!   (a group's or a plain consumer's): the primary, and so the durable offset, never hears
+//!   of it.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
@@ -33,6 +36,11 @@ use tokio::net::TcpStream;
 const TOPIC: &str = "t";
 const GROUP: &str = "g";
 const PARTITIONS: u32 = 4;
+/// A plain consumer that polls with auto-commit (consumer 7 writes offsets by hand).
+const PLAIN: Consumer = Consumer {
+    kind: ConsumerKind::Consumer,
+    id: Identifier::Numeric(8),
+};
 /// The partition id of the empty poll that tells a member to re-sync.
 const RESYNC: u32 = u32::MAX;
 
@@ -216,6 +224,39 @@ async fn assignment(raw: &mut Raw, member: u128, stream: &str) -> Vec<u32> {
         .unwrap()
         .map(|assigned| assigned.partitions)
         .unwrap_or_default()
+}
+
+/// A poll of `partition` for plain consumer 8, from its stored offset on.
+fn plain_poll(stream: &str, partition: u32, auto_commit: bool) -> Bytes {
+    let request = PollMessagesRequest {
+        consumer: PLAIN,
+        stream: name(stream),
+        topic: name(TOPIC),
+        partition_id: Some(partition),
+        strategy: PollingStrategy::Next,
+        count: 1,
+        auto_commit,
+    };
+    encode(|out| request.encode(out))
+}
+
+/// Plain consumer 8's stored offset of `partition`, as the node `raw` is on sees it.
+async fn plain_offset(raw: &mut Raw, stream: &str, partition: u32) -> Option<u64> {
+    let key = ConsumerOffsetKey {
+        consumer: PLAIN,
+        ..offset_key(stream, ConsumerKind::Consumer, partition)
+    };
+    let answer = raw
+        .read_as(
+            raw.client,
+            code::GET_CONSUMER_OFFSET,
+            encode(|o| key.encode(o)),
+        )
+        .await;
+    assert_eq!(answer.status, 0);
+    ConsumerOffsetInfo::decode(&answer.body)
+        .unwrap()
+        .map(|info| info.stored_offset)
 }
 
 async fn stored_group_offset(raw: &mut Raw, stream: &str, partition: u32) -> Option<u64> {
@@ -413,6 +454,38 @@ async fn identity_day(nodes: &[String], stream: &str) {
         stored_group_offset(&mut on_primary, stream, elsewhere).await,
         Some(0),
         "the primary's auto-commit"
+    );
+
+    // The same holds for a plain consumer, whose offsets are not fenced: an auto-commit
+    // poll served by a backup moves the backup's own copy of the offset, which it then
+    // serves and reports, and nothing the primary holds.
+    let backup = (0..nodes.len())
+        .find(|node| *node != primary[elsewhere as usize])
+        .unwrap();
+    let mut on_backup = Raw::sign_in(&nodes[backup], fresh_id()).await;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let answer = on_backup
+            .read_as(
+                on_backup.client,
+                code::POLL_MESSAGES,
+                plain_poll(stream, elsewhere, true),
+            )
+            .await;
+        assert_eq!(answer.status, 0);
+        let reply = PollMessagesReply::decode(&answer.body).unwrap();
+        seen.extend(reply.messages.iter().map(|message| message.offset));
+    }
+    assert_eq!(seen, [0, 1], "each auto-commit poll on the backup moved on");
+    assert_eq!(
+        plain_offset(&mut on_backup, stream, elsewhere).await,
+        Some(1),
+        "the backup's own copy"
+    );
+    assert_eq!(
+        plain_offset(&mut on_primary, stream, elsewhere).await,
+        None,
+        "the primary never heard of it"
     );
 
     // A twin signed in with the member's id on the other primary may write there; the

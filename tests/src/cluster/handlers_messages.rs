@@ -186,7 +186,9 @@ pub(super) fn poll(
         PollingStrategy::Last => partition
             .next_offset()
             .saturating_sub(u64::from(request.count)),
-        PollingStrategy::Next => partition.offsets.get(&owner).map_or(0, |stored| stored + 1),
+        PollingStrategy::Next => partition
+            .offset_seen_by(node, &owner)
+            .map_or(0, |stored| stored + 1),
         PollingStrategy::Timestamp(from) => partition.log.first_at_or_after(from),
     };
     let held = partition.held_by(horizon);
@@ -203,9 +205,10 @@ pub(super) fn poll(
     };
     let body = encode_poll_reply(partition.id, current_offset, &messages);
     let last = messages.last().map(|message| message.offset);
-    // §5.1: a poll served by a backup does not advance the durable offset.
-    if let (true, Some(last), true) = (request.auto_commit, last, partition.primary == node) {
-        partition.offsets.insert(owner, last);
+    // A poll served by a backup does not advance the durable offset, only the backup's
+    // own copy (§5.1; see `Partition::auto_commit`).
+    if let (true, Some(last)) = (request.auto_commit, last) {
+        partition.auto_commit(node, owner, last);
     }
     Outcome::ok(body, commit)
 }

@@ -1,5 +1,6 @@
 //! Consumer offsets: `GET_CONSUMER_OFFSET` (120, any node, which answers from the latest
-//! offsets: the model does not make a backup's copy of them lag) and the partition-plane writes
+//! replicated offsets, or its own where an auto-commit poll it served left one: the model
+//! does not make a backup's copy of the replicated ones lag) and the partition-plane writes
 //! `STORE_CONSUMER_OFFSET` (121, operation 161) and `DELETE_CONSUMER_OFFSET` (122,
 //! operation 162), which only the partition's primary admits.
 //!
@@ -16,7 +17,7 @@ use super::catalog::CatalogError;
 use super::handlers_metadata::lookup;
 use super::node::NodeConnection;
 use super::outcome::Outcome;
-use super::state::ClusterState;
+use super::state::{ClusterState, NodeId};
 use super::target::{offset_owner, resolve};
 
 /// `GET_CONSUMER_OFFSET`, as the server answers it (`handle_get_consumer_offset`,
@@ -24,7 +25,7 @@ use super::target::{offset_owner, resolve};
 /// when the stream or topic does not resolve, or when the body does not decode. Only a
 /// missing partition of an existing topic is denied, on the status channel. Without a
 /// partition id it reads partition 0, for a consumer group too.
-pub(super) fn get_offset(state: &ClusterState, body: &[u8]) -> Outcome {
+pub(super) fn get_offset(state: &ClusterState, node: NodeId, body: &[u8]) -> Outcome {
     let commit = state.commit();
     let Ok(key) = ConsumerOffsetKey::decode(body) else {
         return Outcome::empty(commit);
@@ -40,12 +41,12 @@ pub(super) fn get_offset(state: &ClusterState, body: &[u8]) -> Outcome {
         }
         Err(_) => return Outcome::empty(commit),
     };
-    match partition.offsets.get(&offset_owner(&key.consumer)) {
+    match partition.offset_seen_by(node, &offset_owner(&key.consumer)) {
         Some(stored) => {
             let info = ConsumerOffsetInfo {
                 partition_id: partition.id,
                 current_offset: partition.current_offset(),
-                stored_offset: *stored,
+                stored_offset: stored,
             };
             let mut out = BytesMut::new();
             info.encode(&mut out);
@@ -119,10 +120,10 @@ pub(super) fn write(
             if partition.log.is_empty() || offset > partition.current_offset() {
                 return Outcome::status(ErrorCode::InvalidOffset, commit);
             }
-            partition.offsets.insert(owner, offset);
+            partition.store_offset(owner, offset);
         }
         None => {
-            if partition.offsets.remove(&owner).is_none() {
+            if !partition.delete_offset(&owner) {
                 return Outcome::status(ErrorCode::ConsumerOffsetNotFound, commit);
             }
         }

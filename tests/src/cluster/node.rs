@@ -281,7 +281,9 @@ impl NodeConnection {
             code::POLL_MESSAGES_ON_PRIMARY => {
                 super::handlers_messages::poll(self, state, (header.client, body), true)
             }
-            code::GET_CONSUMER_OFFSET => super::handlers_offsets::get_offset(state, body),
+            code::GET_CONSUMER_OFFSET => {
+                super::handlers_offsets::get_offset(state, self.node, body)
+            }
             code::GET_POLL_ROUTING | code::GET_CONSUMER_OFFSET_ROUTING => {
                 super::handlers_routing::routing(self, state, command, body)
             }

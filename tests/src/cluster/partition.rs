@@ -84,8 +84,14 @@ pub struct Partition {
     view: u32,
     /// The append-only log.
     pub log: PartitionLog,
-    /// Stored consumer offsets.
+    /// Stored consumer offsets: the replicated ones, as the primary holds them (and every
+    /// replica once replication reaches it).
     pub offsets: BTreeMap<OffsetOwner, u64>,
+    /// Offsets a backup committed for itself alone: an auto-commit poll served by a backup
+    /// moves that backup's copy and nothing else (seen on the real cluster: the backup then
+    /// serves and reports its own offset, the primary still has none). The next offset
+    /// the primary commits for that consumer replaces them.
+    local_offsets: BTreeMap<(NodeId, OffsetOwner), u64>,
     /// Committed request ids per client id, for same-connection replay dedup (§13.5).
     committed_requests: BTreeMap<u128, BTreeSet<u64>>,
     /// A purge acknowledged whose wipe has not landed yet.
@@ -114,9 +120,41 @@ impl Partition {
             view: 0,
             log: PartitionLog::default(),
             offsets: BTreeMap::new(),
+            local_offsets: BTreeMap::new(),
             committed_requests: BTreeMap::new(),
             pending_purge: None,
         }
+    }
+
+    /// The offset `owner` has stored as `node` sees it: the backup's own copy where an
+    /// auto-commit it served left one, the replicated one otherwise.
+    pub fn offset_seen_by(&self, node: NodeId, owner: &OffsetOwner) -> Option<u64> {
+        self.local_offsets
+            .get(&(node, owner.clone()))
+            .or_else(|| self.offsets.get(owner))
+            .copied()
+    }
+
+    /// An auto-commit poll served by `node` read up to `offset`: the primary stores it for
+    /// every replica, a backup for itself only.
+    pub fn auto_commit(&mut self, node: NodeId, owner: OffsetOwner, offset: u64) {
+        if node == self.primary {
+            self.store_offset(owner, offset);
+        } else {
+            self.local_offsets.insert((node, owner), offset);
+        }
+    }
+
+    /// A committed offset write (on the primary): it replaces every replica's copy.
+    pub fn store_offset(&mut self, owner: OffsetOwner, offset: u64) {
+        self.local_offsets.retain(|(_, local), _| *local != owner);
+        self.offsets.insert(owner, offset);
+    }
+
+    /// A committed offset delete (on the primary). Whether there was a replicated offset.
+    pub fn delete_offset(&mut self, owner: &OffsetOwner) -> bool {
+        self.local_offsets.retain(|(_, local), _| local != owner);
+        self.offsets.remove(owner).is_some()
     }
 
     /// The offset the next message gets.
@@ -188,6 +226,7 @@ impl Partition {
         }
         self.log = PartitionLog::default();
         self.offsets.clear();
+        self.local_offsets.clear();
         self.pending_purge = None;
         None
     }
