@@ -16,8 +16,9 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use iggy_route_core::Reply;
 use iggy_route_core::client::ClientError;
+use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, Name, PollingStrategy};
+use iggy_route_core::{PollRequest, Reply, Request};
 use iggy_route_tests::real_cluster::{
     ELECTION_WAIT, REJOIN_WAIT, RealCluster, admin, admitted_by, create_partitions, create_stream,
     create_topic, poll, read_all, send, unique_name,
@@ -245,6 +246,76 @@ fn every_partition_reads_its_own_writes_and_stored_equals_acknowledged() {
             );
         }
         client.shutdown();
+    }
+}
+
+/// A consumer that never sent does not know where a partition's primary is; the real server
+/// keeps an auto-commit served by a backup on that backup alone. Its commits must reach the
+/// primary all the same: once the consumer learns the primary (here by sending), its next
+/// auto-commit poll goes on from where the last one ended, not from the start.
+#[test]
+fn auto_commit_polls_of_a_consumer_that_never_sent_are_committed_on_the_primary() {
+    let Some(cluster) = RealCluster::from_env("durable_auto_commit") else {
+        return;
+    };
+    let mut fixture = serial();
+    let split = split(&cluster, &mut fixture);
+    // Partition 0's primary is not node 0, where the consumer's session sits (with a split
+    // by bounces; without one, wherever the cluster put it).
+    let partition = 0;
+    for adapter in ADAPTERS {
+        let producer = cluster.client(adapter, cluster.nodes.len() - 1);
+        for _ in 0..4 {
+            admin(
+                &producer,
+                send(&split.stream, &split.topic, partition, fresh_id(), "ac"),
+            );
+        }
+        producer.shutdown();
+        let consumer_id = u32::try_from(fresh_id() & 0x7fff_ffff).unwrap();
+        let auto_commit_poll = || {
+            Request::Poll(PollRequest {
+                consumer: Consumer {
+                    kind: ConsumerKind::Consumer,
+                    id: Identifier::Numeric(consumer_id),
+                },
+                stream: Identifier::Named(Name::new(&split.stream).unwrap()),
+                topic: Identifier::Named(Name::new(&split.topic).unwrap()),
+                partition_id: Some(partition),
+                strategy: PollingStrategy::Next,
+                count: 2,
+                auto_commit: true,
+            })
+        };
+        let offsets = |reply: Result<Reply, ClientError>| -> Vec<u64> {
+            let Ok(Reply::Polled(polled)) = reply else {
+                panic!("{adapter:?} auto-commit poll: {reply:?}");
+            };
+            polled.messages.iter().map(|m| m.offset).collect()
+        };
+        let consumer = cluster.client(adapter, 0);
+        // A backup serves what replication has brought it so far.
+        let started = Instant::now();
+        let first = loop {
+            let first = offsets(consumer.request(auto_commit_poll()));
+            if !first.is_empty() || started.elapsed() > Duration::from_secs(10) {
+                break first;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(first, [0, 1], "{adapter:?}: a new consumer starts at 0");
+        admin(
+            &consumer,
+            send(&split.stream, &split.topic, partition, fresh_id(), "learn"),
+        );
+        let next = offsets(consumer.request(auto_commit_poll()));
+        assert_eq!(
+            next,
+            [2, 3],
+            "{adapter:?}: the poll on the primary goes on from the commit"
+        );
+        assert_eq!(consumer.stats().session_moves, 0);
+        consumer.shutdown();
     }
 }
 

@@ -40,8 +40,18 @@ fn auto_commit_poll(partition: u32, count: u32) -> PollRequest {
 }
 
 async fn start() -> (TestCluster, Client) {
+    start_with(true).await
+}
+
+/// [`start`] on a cluster without the routing commands, as the real one is.
+async fn start_without_routing_commands() -> (TestCluster, Client) {
+    start_with(false).await
+}
+
+async fn start_with(routing_commands: bool) -> (TestCluster, Client) {
     iggy_route_tests::error_events::install();
     let cluster = TestCluster::start(3).await;
+    cluster.set_routing_commands(routing_commands);
     let ids = cluster.create_stream_and_topic("orders", "events", 3);
     assert_eq!(ids, (STREAM, TOPIC));
     // The session sits on node 0 (the first seed); no partition's primary is there.
@@ -161,6 +171,84 @@ async fn a_moved_primary_reroutes_the_next_auto_commit_poll_at_once() {
     assert_eq!(cluster.stats(0).requests(code::POLL_MESSAGES_ON_PRIMARY), 1);
     assert_eq!(client.stats().session_moves, 0);
     client.shutdown().await;
+    cluster.shutdown().await;
+    iggy_route_tests::error_events::assert_none();
+}
+
+/// Without the routing commands (as on the real cluster), a plain auto-commit poll is served
+/// by whichever node routing picks, and a backup keeps a commit to itself. A consumer that
+/// never sent does not know the primary: its commits must still reach it, so that another
+/// consumer process (or this one, once its polls go to the primary) continues from them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_routing_commands_a_consumer_that_never_sent_commits_on_the_primary() {
+    let (cluster, producer) = start_without_routing_commands().await;
+    producer.shutdown().await;
+    let mut config = Config::from_connection_string(&cluster.connection_string()).unwrap();
+    config.request_timeout = Duration::from_secs(5);
+
+    let consumer = Client::connect(config.clone()).await.unwrap();
+    // The node that serves a poll before the primary is known may be a backup, which has
+    // only what replication brought it so far.
+    let caught_up = tokio::time::Instant::now() + Duration::from_secs(5);
+    let first = loop {
+        let polled = consumer.poll_request(auto_commit_poll(1, 4)).await.unwrap();
+        if !polled.messages.is_empty() || tokio::time::Instant::now() > caught_up {
+            break polled;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let ids: Vec<u128> = first.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [1, 2, 3, 4]);
+    assert_eq!(
+        cluster.consumer_offset(STREAM, TOPIC, 1, 7),
+        Some(3),
+        "the commit reached the primary"
+    );
+    let second = consumer.poll_request(auto_commit_poll(1, 4)).await.unwrap();
+    let ids: Vec<u128> = second.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [5, 6, 7, 8]);
+    assert_eq!(consumer.stats().session_moves, 0);
+    consumer.shutdown().await;
+
+    // Another consumer process goes on from the durable offset, wherever it polls.
+    let next = Client::connect(config).await.unwrap();
+    let third = next.poll_request(auto_commit_poll(1, 4)).await.unwrap();
+    let ids: Vec<u128> = third.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [9, 10]);
+    assert_eq!(cluster.consumer_offset(STREAM, TOPIC, 1, 7), Some(9));
+    // Nothing more to read: an empty poll stores nothing and answers at once.
+    let empty = next.poll_request(auto_commit_poll(1, 4)).await.unwrap();
+    assert!(empty.messages.is_empty());
+    next.shutdown().await;
+    cluster.shutdown().await;
+    iggy_route_tests::error_events::assert_none();
+}
+
+/// Two auto-commit polls of one consumer in flight at once, without the routing commands:
+/// the second reads from where the first's commit left the offset (the commit goes first in
+/// the partition's queue), so no message is read twice and the offset never goes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_auto_commit_polls_of_one_consumer_read_each_message_once() {
+    let (cluster, producer) = start_without_routing_commands().await;
+    // The producer's sends taught it the primary: its polls go there at once.
+    let polls: Vec<_> = (0..5)
+        .map(|_| {
+            let client = producer.clone();
+            tokio::spawn(async move { client.poll_request(auto_commit_poll(1, 2)).await })
+        })
+        .collect();
+    let mut replies = Vec::new();
+    for poll in polls {
+        replies.push(poll.await.unwrap());
+    }
+    let mut seen: Vec<u128> = replies
+        .into_iter()
+        .flat_map(|reply| reply.unwrap().messages.into_iter().map(|m| m.id))
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (1..=10).collect::<Vec<u128>>(), "each message once");
+    assert_eq!(cluster.consumer_offset(STREAM, TOPIC, 1, 7), Some(9));
+    producer.shutdown().await;
     cluster.shutdown().await;
     iggy_route_tests::error_events::assert_none();
 }

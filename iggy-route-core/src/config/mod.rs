@@ -69,9 +69,12 @@ pub enum Delivery {
 }
 
 /// Which node serves a poll of one partition (a poll that names its partition). Auto-commit
-/// polls always go where the primary is known, the only node whose offset commit lasts: on a
-/// cluster without routing commands that is known only once a write of ours was admitted,
-/// and before that a backup may serve the poll and drop its commit (as the server does).
+/// polls always go where the primary is known, the only node whose offset commit lasts. On a
+/// cluster without routing commands the primary is known only once a write of ours was
+/// admitted, and a backup that serves an auto-commit poll keeps the commit to itself (the
+/// real server does: the durable offset never moves). So there a plain consumer's
+/// auto-commit poll is written without its commit, and the offset it read up to is stored
+/// on the primary (found as any write's is) before the caller gets the messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PollFrom {
     /// The partition's primary: a poll sees every send acknowledged before it (read your

@@ -346,6 +346,20 @@ impl Router {
         let metadata_op = header.operation.is_metadata();
         let attempt = match reply_payload(header, body) {
             Ok(payload) => match decode_reply(&entry.request, entry.partition, node, payload) {
+                Ok(reply) if entry.commit_after => {
+                    // Its offset is stored before routing hears it was served, so that
+                    // the write goes first in its lane (see `Router::commit_polled`).
+                    let served = reply.served();
+                    match self.commit_polled(now, request, reply) {
+                        Ok(reply) => {
+                            if let Some(entry) = self.requests.get_mut(&request) {
+                                entry.reply = reply;
+                            }
+                            Attempt::Done(served)
+                        }
+                        Err(error) => Attempt::Failed(error),
+                    }
+                }
                 Ok(reply) => {
                     let served = reply.served();
                     entry.reply = Some(reply);

@@ -4,11 +4,11 @@
 
 use std::time::Instant;
 
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::{Output, Router};
 use crate::ids::{LinkId, RequestId};
-use crate::request::{Reply, Request, RequestError, SubmitError};
+use crate::request::{Reply, Request, RequestError, StoreOffsetRequest, SubmitError};
 
 /// One accepted request.
 #[derive(Debug)]
@@ -25,6 +25,14 @@ pub(super) struct Entry {
     pub(super) link: Option<LinkId>,
     /// The sends routing merged into this one's next frame (see `Decision::Write`).
     pub(super) riders: Vec<RequestId>,
+    /// An auto-commit poll written in the plain form without its commit (see
+    /// `Router::write_request`): the offset it read up to is stored on the primary before
+    /// the caller hears of it.
+    pub(super) commit_after: bool,
+    /// Such a poll, served, whose offset write is under way.
+    pub(super) committing: bool,
+    /// For the offset write of such a poll: the caller's poll and the reply it waits for.
+    pub(super) commit_for: Option<(RequestId, Reply)>,
 }
 
 impl Router {
@@ -49,14 +57,77 @@ impl Router {
             reply: None,
             link: None,
             riders: Vec::new(),
+            commit_after: false,
+            committing: false,
+            commit_for: None,
         };
         self.requests.insert(id, entry);
         Ok(id)
     }
 
+    /// An auto-commit poll written without its commit was answered with `reply`: the
+    /// offset it read up to is to be stored on the partition's primary, first thing in the
+    /// poll's lane (so the next poll of the partition reads what it leaves) and by the
+    /// poll's deadline. The caller gets the reply once the offset is stored, or the error
+    /// of the write. `Err` when the write cannot be queued (the router is closing); `Ok`
+    /// with the reply back when there is nothing to store (no message was read).
+    pub(super) fn commit_polled(
+        &mut self,
+        now: Instant,
+        poll_id: RequestId,
+        reply: Reply,
+    ) -> Result<Option<Reply>, RequestError> {
+        let Some(entry) = self.requests.get(&poll_id) else {
+            return Ok(Some(reply));
+        };
+        let (Request::Poll(poll), Reply::Polled(polled)) = (&entry.request, &reply) else {
+            return Ok(Some(reply));
+        };
+        let Some(last) = polled.messages.last().map(|message| message.offset) else {
+            return Ok(Some(reply));
+        };
+        let store = Request::StoreOffset(StoreOffsetRequest {
+            consumer: poll.consumer.clone(),
+            stream: poll.stream.clone(),
+            topic: poll.topic.clone(),
+            partition_id: polled.partition_id,
+            offset: last,
+        });
+        let deadline = entry.deadline;
+        let store_id = self
+            .routing
+            .admit_next(now, store.facts(), deadline, poll_id)
+            .map_err(|error| match error {
+                SubmitError::QueueFull { limit } => RequestError::QueueFull { limit },
+                SubmitError::Closed
+                | SubmitError::EmptyBatch
+                | SubmitError::FrameTooLarge { .. }
+                | SubmitError::Invalid(_) => RequestError::Shutdown,
+            })?;
+        debug!(poll = %poll_id, store = %store_id, offset = last, "storing a polled offset on the primary");
+        self.requests.insert(
+            store_id,
+            Entry {
+                request: store,
+                deadline,
+                partition: None,
+                reply: None,
+                link: None,
+                riders: Vec::new(),
+                commit_after: false,
+                committing: false,
+                commit_for: Some((poll_id, reply)),
+            },
+        );
+        if let Some(poll) = self.requests.get_mut(&poll_id) {
+            poll.committing = true;
+        }
+        Ok(None)
+    }
+
     /// A request is over: the caller gets the reply kept for it, or the error.
     pub(super) fn finish_request(&mut self, id: RequestId, outcome: Result<(), RequestError>) {
-        let entry = self.requests.remove(&id);
+        let mut entry = self.requests.remove(&id);
         if let Some(link) = entry.as_ref().and_then(|entry| entry.link)
             && self
                 .links
@@ -67,7 +138,20 @@ impl Router {
             // A replay waiting on that link was bounded by this request's deadline.
             self.links.touch(link);
         }
-        let reply = entry.and_then(|entry| entry.reply);
+        if let Some((poll_id, polled)) = entry.as_mut().and_then(|entry| entry.commit_for.take()) {
+            // The offset write of an auto-commit poll: its caller is the poll's.
+            self.outputs.push_back(Output::Completed {
+                id: poll_id,
+                outcome: outcome.map(|()| polled),
+            });
+            return;
+        }
+        if entry.as_ref().is_some_and(|entry| entry.committing) {
+            // Served, and its offset is being stored: the caller hears of it when the write
+            // is over (with this reply, or the write's error), whatever routing says here.
+            return;
+        }
+        let reply = entry.as_mut().and_then(|entry| entry.reply.take());
         let outcome = match (outcome, reply) {
             (Ok(()), Some(reply)) => Ok(reply),
             (Ok(()), None) => {

@@ -11,9 +11,9 @@ use super::link::{Attachment, InFlight, Job, Link, LinkState, Sealed};
 use super::{CoordJob, Output, Router, encode};
 use crate::event::LinkRole;
 use crate::ids::{LinkId, NodeId, RequestId};
-use crate::request::{CommandRequest, Plane, Request};
+use crate::request::{CommandRequest, Plane, PollRequest, Request};
 use crate::routing::{Attempt, Decision, Target};
-use crate::wire::{ConsumerSession, Operation, code};
+use crate::wire::{ConsumerKind, ConsumerSession, Operation, code};
 
 impl Router {
     /// Finishes an input in turns (see [`Router::turn`]). A turn hands back to the routing
@@ -327,7 +327,27 @@ impl Router {
                 return;
             }
         }
-        let (encoded, batch) = if entry.riders.is_empty() {
+        // A plain consumer's auto-commit poll in the plain form (100) is committed by the
+        // node that serves it, and a backup keeps such a commit to itself: the primary, and
+        // so the consumer's durable offset, never hears of it (seen on the real cluster).
+        // So the poll goes without its commit, and the offset it read up to is stored on
+        // the primary before the caller gets the messages (see `Router::commit_polled`).
+        let commit_after = !routed
+            && matches!(
+                &entry.request,
+                Request::Poll(poll)
+                    if poll.auto_commit && poll.consumer.kind == ConsumerKind::Consumer
+            );
+        let (encoded, batch) = if let (true, Request::Poll(poll)) = (commit_after, &entry.request) {
+            let uncommitted = Request::Poll(PollRequest {
+                auto_commit: false,
+                ..poll.clone()
+            });
+            (
+                encode::encode(&uncommitted, entry.partition, routed),
+                Vec::new(),
+            )
+        } else if entry.riders.is_empty() {
             (
                 encode::encode(&entry.request, entry.partition, routed),
                 Vec::new(),
@@ -335,6 +355,9 @@ impl Router {
         } else {
             self.encode_merged(request)
         };
+        if let Some(entry) = self.requests.get_mut(&request) {
+            entry.commit_after = commit_after;
+        }
         for id in std::iter::once(request).chain(batch.iter().skip(1).map(|(id, _)| *id)) {
             if let Some(entry) = self.requests.get_mut(&id) {
                 // A reply kept from an earlier attempt (a read asked again) is not this one's.

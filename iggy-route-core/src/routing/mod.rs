@@ -147,6 +147,22 @@ impl Routing {
         now: Instant,
         facts: impl Into<RequestFacts>,
     ) -> Result<RequestId, SubmitError> {
+        // Time that seems to go backwards is taken as the last instant seen, for the
+        // deadline too.
+        let now = self.clock(now);
+        let deadline = now + self.config.request_timeout;
+        self.admit_by(now, facts, deadline)
+    }
+
+    /// [`Routing::admit`] for a request that must be over by `deadline` (a step of a
+    /// caller's request, which may not outlive it) instead of a full `request_timeout` from
+    /// now.
+    pub fn admit_by(
+        &mut self,
+        now: Instant,
+        facts: impl Into<RequestFacts>,
+        deadline: Instant,
+    ) -> Result<RequestId, SubmitError> {
         let facts = facts.into();
         let now = self.clock(now);
         if self.closed {
@@ -189,7 +205,6 @@ impl Routing {
         self.check_room(&place, &facts)?;
         let id = RequestId(self.next_request);
         self.next_request += 1;
-        let deadline = now + self.config.request_timeout;
         self.timers.insert((deadline, TimerKey::Request(id)));
         self.pending.insert(
             id,
@@ -256,6 +271,54 @@ impl Routing {
             return Err(SubmitError::QueueFull { limit });
         }
         Ok(())
+    }
+
+    /// Accepts a request that continues `after`, a request now active in its lane, and puts
+    /// it first in that lane, so that it is released next, before anything queued behind
+    /// `after` (the offset write of an auto-commit poll: the poll queued behind must read
+    /// the offset it leaves). It is due by `deadline`, and takes no room from the lane's
+    /// bound (at most one continuation per active request). When `after` is in no lane (a
+    /// poll of no particular partition), it is accepted as [`Routing::admit_by`] does.
+    pub fn admit_next(
+        &mut self,
+        now: Instant,
+        facts: impl Into<RequestFacts>,
+        deadline: Instant,
+        after: RequestId,
+    ) -> Result<RequestId, SubmitError> {
+        let now = self.clock(now);
+        let Some((Place::Lane(lane), partition)) = self
+            .pending
+            .get(&after)
+            .map(|pending| (pending.place.clone(), pending.partition))
+        else {
+            return self.admit_by(now, facts, deadline);
+        };
+        if self.closed {
+            return Err(SubmitError::Closed);
+        }
+        let id = RequestId(self.next_request);
+        self.next_request += 1;
+        self.timers.insert((deadline, TimerKey::Request(id)));
+        self.pending.insert(
+            id,
+            Pending {
+                facts: facts.into(),
+                submitted_at: now,
+                deadline,
+                place: Place::Lane(lane.clone()),
+                partition,
+                refused_by: None,
+                completed: false,
+            },
+        );
+        trace!(request = %id, continues = %after, "submitted first in its lane");
+        self.lanes
+            .entry(lane)
+            .or_insert_with(Lane::new)
+            .queue
+            .push_front(id);
+        Ok(id)
     }
 
     /// Time passed: deadlines expire, backoffs end. Extra calls are harmless.
