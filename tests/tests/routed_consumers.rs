@@ -252,3 +252,31 @@ async fn concurrent_auto_commit_polls_of_one_consumer_read_each_message_once() {
     cluster.shutdown().await;
     iggy_route_tests::error_events::assert_none();
 }
+
+/// The offset write of an auto-commit poll that cannot be made (the primary is down for the
+/// whole of the request's time): the caller still gets the messages the poll read, as the
+/// server's own auto-commit would give them, and the durable offset stays where it was, so
+/// they are read again later. Nothing read is lost to a failed commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_cannot_be_made_still_hands_over_the_messages_read() {
+    let (cluster, producer) = start_without_routing_commands().await;
+    producer.shutdown().await;
+    // Partition 1's primary is node 2; nodes 0 and 1 hold copies and refuse writes.
+    cluster.stop_node(2).await;
+    let mut config = Config::from_connection_string(&cluster.connection_string()).unwrap();
+    config.request_timeout = Duration::from_millis(800);
+    let consumer = Client::connect(config).await.unwrap();
+    let caught_up = tokio::time::Instant::now() + Duration::from_secs(5);
+    let polled = loop {
+        let polled = consumer.poll_request(auto_commit_poll(1, 4)).await.unwrap();
+        if !polled.messages.is_empty() || tokio::time::Instant::now() > caught_up {
+            break polled;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let ids: Vec<u128> = polled.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [1, 2, 3, 4], "the messages read, though not committed");
+    assert_eq!(cluster.consumer_offset(STREAM, TOPIC, 1, 7), None);
+    consumer.shutdown().await;
+    cluster.shutdown().await;
+}

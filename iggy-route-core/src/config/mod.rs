@@ -74,7 +74,8 @@ pub enum Delivery {
 /// admitted, and a backup that serves an auto-commit poll keeps the commit to itself (the
 /// real server does: the durable offset never moves). So there a plain consumer's
 /// auto-commit poll is written without its commit, and the offset it read up to is stored
-/// on the primary (found as any write's is) before the caller gets the messages.
+/// on the primary (found as any write's is) before the caller gets the messages (which it
+/// gets even if that write fails: they are then read again, never lost).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PollFrom {
     /// The partition's primary: a poll sees every send acknowledged before it (read your

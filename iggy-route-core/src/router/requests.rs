@@ -68,9 +68,10 @@ impl Router {
     /// An auto-commit poll written without its commit was answered with `reply`: the
     /// offset it read up to is to be stored on the partition's primary, first thing in the
     /// poll's lane (so the next poll of the partition reads what it leaves) and by the
-    /// poll's deadline. The caller gets the reply once the offset is stored, or the error
-    /// of the write. `Err` when the write cannot be queued (the router is closing); `Ok`
-    /// with the reply back when there is nothing to store (no message was read).
+    /// poll's deadline. The caller gets the reply once the write is over, however it ended
+    /// (see `finish_request`). `Err` when the write cannot be queued (the router is
+    /// closing); `Ok` with the reply back when there is nothing to store (no message was
+    /// read, or the poll is over).
     pub(super) fn commit_polled(
         &mut self,
         now: Instant,
@@ -86,14 +87,21 @@ impl Router {
         let Some(last) = polled.messages.last().map(|message| message.offset) else {
             return Ok(Some(reply));
         };
+        let deadline = entry.deadline;
+        if deadline <= now {
+            // Over already: nothing more is written for it. The caller gets the messages
+            // (they were read), uncommitted: read again later rather than lost.
+            return Ok(Some(reply));
+        }
         let store = Request::StoreOffset(StoreOffsetRequest {
             consumer: poll.consumer.clone(),
             stream: poll.stream.clone(),
             topic: poll.topic.clone(),
-            partition_id: polled.partition_id,
+            // The partition asked for (the lane the write joins); only a poll that let the
+            // server pick goes by the reply's.
+            partition_id: poll.partition_id.unwrap_or(polled.partition_id),
             offset: last,
         });
-        let deadline = entry.deadline;
         let store_id = self
             .routing
             .admit_next(now, store.facts(), deadline, poll_id)
@@ -139,10 +147,16 @@ impl Router {
             self.links.touch(link);
         }
         if let Some((poll_id, polled)) = entry.as_mut().and_then(|entry| entry.commit_for.take()) {
-            // The offset write of an auto-commit poll: its caller is the poll's.
+            // The offset write of an auto-commit poll: its caller is the poll's, and gets the
+            // messages whatever became of the write, as the server's own auto-commit, which
+            // no poll reply reports on, would have it. A write that failed (or timed out,
+            // stored or not) leaves them to be read again: never lost.
+            if let Err(error) = &outcome {
+                debug!(poll = %poll_id, %error, "the polled offset was not stored");
+            }
             self.outputs.push_back(Output::Completed {
                 id: poll_id,
-                outcome: outcome.map(|()| polled),
+                outcome: Ok(polled),
             });
             return;
         }

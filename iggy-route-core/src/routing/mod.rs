@@ -62,6 +62,14 @@ pub(crate) struct Pending {
     pub(crate) completed: bool,
 }
 
+/// Whether accepting a request checks the bounds, or it takes the room of the request it
+/// continues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Room {
+    Checked,
+    Continuation,
+}
+
 /// Where a request is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Place {
@@ -163,12 +171,22 @@ impl Routing {
         facts: impl Into<RequestFacts>,
         deadline: Instant,
     ) -> Result<RequestId, SubmitError> {
-        let facts = facts.into();
+        self.enter(now, facts.into(), deadline, Room::Checked)
+    }
+
+    /// Accepts a request; a continuation of an accepted request takes that one's room.
+    fn enter(
+        &mut self,
+        now: Instant,
+        facts: RequestFacts,
+        deadline: Instant,
+        room: Room,
+    ) -> Result<RequestId, SubmitError> {
         let now = self.clock(now);
         if self.closed {
             return Err(SubmitError::Closed);
         }
-        if self.pending.len() >= self.config.max_pending_requests {
+        if room == Room::Checked && self.pending.len() >= self.config.max_pending_requests {
             return Err(SubmitError::QueueFull {
                 limit: self.config.max_pending_requests,
             });
@@ -202,7 +220,9 @@ impl Routing {
                 _,
             ) => Place::Coordinator,
         };
-        self.check_room(&place, &facts)?;
+        if room == Room::Checked {
+            self.check_room(&place, &facts)?;
+        }
         let id = RequestId(self.next_request);
         self.next_request += 1;
         self.timers.insert((deadline, TimerKey::Request(id)));
@@ -276,9 +296,10 @@ impl Routing {
     /// Accepts a request that continues `after`, a request now active in its lane, and puts
     /// it first in that lane, so that it is released next, before anything queued behind
     /// `after` (the offset write of an auto-commit poll: the poll queued behind must read
-    /// the offset it leaves). It is due by `deadline`, and takes no room from the lane's
-    /// bound (at most one continuation per active request). When `after` is in no lane (a
-    /// poll of no particular partition), it is accepted as [`Routing::admit_by`] does.
+    /// the offset it leaves). It is due by `deadline`, and takes the room of `after`, which
+    /// completes right after it is accepted (at most one continuation per request): no bound
+    /// refuses it. When `after` is in no lane (a poll of no particular partition), it is
+    /// placed as [`Routing::admit_by`] places a request.
     pub fn admit_next(
         &mut self,
         now: Instant,
@@ -292,7 +313,7 @@ impl Routing {
             .get(&after)
             .map(|pending| (pending.place.clone(), pending.partition))
         else {
-            return self.admit_by(now, facts, deadline);
+            return self.enter(now, facts.into(), deadline, Room::Continuation);
         };
         if self.closed {
             return Err(SubmitError::Closed);
