@@ -275,8 +275,8 @@ async fn stored_group_offset(raw: &mut Raw, stream: &str, partition: u32) -> Opt
 }
 
 /// The day, on `nodes` (addresses by node index), for stream `stream` whose topic `t` has
-/// four partitions of at least one message each, at least one led by the metadata leader
-/// and at least one led by another node.
+/// four partitions of at least one message each, at least one led by a node other than the
+/// metadata leader (after a restart the leader may lead none).
 async fn identity_day(nodes: &[String], stream: &str) {
     let mut next_id = 0x5eed_0000_u128;
     let mut fresh_id = || {
@@ -324,10 +324,6 @@ async fn identity_day(nodes: &[String], stream: &str) {
     let elsewhere = (0..PARTITIONS)
         .find(|p| primary[*p as usize] != leader)
         .expect("a partition led off the metadata leader");
-    assert!(
-        primary.contains(&leader),
-        "a partition led by the leader: {primary:?}"
-    );
 
     // The member joins on the leader and owns every partition.
     let member_id = fresh_id();
