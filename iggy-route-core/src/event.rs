@@ -195,4 +195,7 @@ pub struct Stats {
     /// Refusals whose view named another node as the primary, which the refused
     /// request was written to at once (see `Config::follow_refusal_view`).
     pub refusal_views_followed: u64,
+    /// Consumer-group memberships that ended because their member link was lost (a
+    /// leave is not counted): the group rebalanced without us until we join again.
+    pub memberships_lost: u64,
 }

@@ -75,6 +75,10 @@ fn every_seed_keeps_every_invariant() {
         total.admin_ok += report.admin_ok;
         total.ops_failed += report.ops_failed;
         total.new_partition_acks += report.new_partition_acks;
+        total.syncs_as_member += report.syncs_as_member;
+        total.group_polls_read += report.group_polls_read;
+        total.group_resyncs += report.group_resyncs;
+        total.memberships_lost += report.memberships_lost;
         total.replays += report.replays;
         total.protocol_violations += report.protocol_violations;
         total.coalesced += report.coalesced;
@@ -113,6 +117,11 @@ fn every_seed_keeps_every_invariant() {
         total.admin_ok,
         total.ops_failed,
         total.new_partition_acks
+    );
+    println!(
+        "consumer group: {} syncs as a member, {} group polls read messages, {} answered \
+         re-sync; memberships lost with their link: {}",
+        total.syncs_as_member, total.group_polls_read, total.group_resyncs, total.memberships_lost
     );
     println!(
         "adversary: {:?}; replays of 57: {}; protocol violations closed: {}; sends merged \
@@ -158,6 +167,9 @@ fn check_coverage(total: &SimReport) {
         ),
         ("sends merged into another's frame", total.coalesced),
         ("refusal views followed", total.refusal_views_followed),
+        ("syncs answered to a member", total.syncs_as_member),
+        ("group polls that read messages", total.group_polls_read),
+        ("memberships lost with their link", total.memberships_lost),
     ];
     let missing: Vec<&str> = met
         .iter()

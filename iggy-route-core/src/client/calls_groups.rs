@@ -2,17 +2,19 @@
 //! Names and arguments follow the SDK's `ConsumerGroupClient`.
 //!
 //! Reads go where metadata reads go (the coordinator, or the metadata leader right after
-//! our own metadata write); create and delete are metadata writes, sent to the leader over
-//! a data link. Joining and leaving are not here: a membership belongs to the session
-//! that joins (the server binds it to that connection's client id, and a follower refuses
-//! a join), so they need the session-bound path of issue #14's group consumer.
+//! our own metadata write); create, delete, join and leave are metadata writes, sent to the
+//! leader over a data link. A membership belongs to the identity of the link whose join
+//! the leader admitted (a follower refuses a join): the router keeps that link as the
+//! group's member link, and answers syncs and group polls as that member (see
+//! `router::membership`).
 
 use super::calls_admin::body;
 use super::{Call, ClientError, identifier};
 use crate::Plane;
 use crate::wire::{
-    ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupRef, CreateConsumerGroupRequest,
-    GetConsumerGroupsRequest, Identifier, Name, WireError, code, empty_reply,
+    ConsumerGroupAssignment, ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupRef,
+    CreateConsumerGroupRequest, GetConsumerGroupsRequest, Identifier, Name, WireError, code,
+    empty_reply,
 };
 
 /// A group's three identifiers, checked as the SDK checks them.
@@ -111,6 +113,59 @@ impl Call<()> {
             body(request.encoded_len(), |out| request.encode(out)),
             Plane::MetadataWrite,
             empty_reply,
+        ))
+    }
+}
+
+impl Call<()> {
+    /// Joins a group (a metadata write, on the leader).
+    pub fn join_consumer_group(
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        group: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Self, ClientError> {
+        let request = group_ref(stream, topic, group)?;
+        Ok(Self::command(
+            "join consumer group",
+            code::JOIN_CONSUMER_GROUP,
+            body(request.encoded_len(), |out| request.encode(out)),
+            Plane::MetadataWrite,
+            empty_reply,
+        ))
+    }
+
+    /// Leaves a group (on the member link that joined).
+    pub fn leave_consumer_group(
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        group: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Self, ClientError> {
+        let request = group_ref(stream, topic, group)?;
+        Ok(Self::command(
+            "leave consumer group",
+            code::LEAVE_CONSUMER_GROUP,
+            body(request.encoded_len(), |out| request.encode(out)),
+            Plane::MetadataWrite,
+            empty_reply,
+        ))
+    }
+}
+
+impl Call<Option<ConsumerGroupAssignment>> {
+    /// The member's partitions and the group's generation (a read any node answers for
+    /// whoever the header names; the router puts the member's id there).
+    pub fn sync_consumer_group(
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+        group: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Self, ClientError> {
+        let request = group_ref(stream, topic, group)?;
+        Ok(Self::command(
+            "sync consumer group",
+            code::SYNC_CONSUMER_GROUP,
+            body(request.encoded_len(), |out| request.encode(out)),
+            Plane::MetadataRead,
+            ConsumerGroupAssignment::decode,
         ))
     }
 }

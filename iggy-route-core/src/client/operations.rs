@@ -339,6 +339,33 @@ macro_rules! for_each_operation {
     ) -> ()
         = $crate::client::Call::delete_consumer_group(stream, topic, group)?;
 
+    /// Joins a consumer group. The membership belongs to its own link to the metadata
+    /// leader, which is kept alive while the membership lasts; joining a group already
+    /// joined answers at once.
+    fn join_consumer_group(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        group: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> ()
+        = $crate::client::Call::join_consumer_group(stream, topic, group)?;
+
+    /// Leaves a consumer group: the group rebalances its partitions among the others.
+    fn leave_consumer_group(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        group: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> ()
+        = $crate::client::Call::leave_consumer_group(stream, topic, group)?;
+
+    /// This member's partitions of a group and the group's generation, or `None` when it
+    /// is not (or no longer) a member.
+    fn sync_consumer_group(
+        stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        group: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+    ) -> Option<$crate::wire::ConsumerGroupAssignment>
+        = $crate::client::Call::sync_consumer_group(stream, topic, group)?;
+
     /// Asks the partition's primary to write its unsaved messages to disk (the 0.11.0
     /// server answers `FeatureUnavailable`: it has no such operation).
     fn flush_unsaved_buffer(

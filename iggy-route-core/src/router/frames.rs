@@ -7,6 +7,7 @@ use bytes::Bytes;
 use tracing::{debug, warn};
 
 use super::link::{Attachment, InFlight, Job};
+use super::membership::{self, GroupRole};
 use super::{CoordJob, Output, Router};
 use crate::event::{Event, LinkRole, ProtocolViolation};
 use crate::ids::{LinkId, NodeId, RequestId};
@@ -338,12 +339,20 @@ impl Router {
             return;
         };
         let Some(entry) = self.requests.get_mut(&request) else {
-            // Completed by its deadline meanwhile: release what it holds.
+            // Completed by its deadline meanwhile: release what it holds, and make a join or
+            // leave it carried match what its caller was told.
+            let admitted = reply_payload(header, body).is_ok();
+            self.late_group_answer(now, link_id, admitted);
             self.routing
                 .handle_result(now, request, target, Attempt::NotSent);
             return;
         };
         let metadata_op = header.operation.is_metadata();
+        let group_role = membership::group_role(&entry.request);
+        if entry.group_commit.is_some() {
+            self.group_commit_reply(now, link_id, request, header, body);
+            return;
+        }
         let attempt = match reply_payload(header, body) {
             Ok(payload) => match decode_reply(&entry.request, entry.partition, node, payload) {
                 Ok(reply) if entry.commit_after => {
@@ -361,8 +370,14 @@ impl Router {
                     }
                 }
                 Ok(reply) => {
-                    let served = reply.served();
-                    entry.reply = Some(reply);
+                    let served = if self.answered_as_stranger(group_role.as_ref(), &reply) {
+                        crate::routing::Served::Stranger
+                    } else {
+                        reply.served()
+                    };
+                    if let Some(entry) = self.requests.get_mut(&request) {
+                        entry.reply = Some(reply);
+                    }
                     Attempt::Done(served)
                 }
                 Err(error) => {
@@ -387,6 +402,19 @@ impl Router {
         if metadata_op && matches!(attempt, Attempt::Done(_)) {
             self.routing.handle_watermark(now, header.commit);
         }
+        if let Some(link) = self.links.get_mut(&link_id) {
+            link.membership_write = None;
+        }
+        if let (Attempt::Done(crate::routing::Served::Stranger), Some(GroupRole::AsMember(key))) =
+            (&attempt, &group_role)
+            && self.is_sync(request)
+            && !self.routing.own_write_unsettled(now)
+        {
+            self.membership_ended(now, key);
+        }
+        let attempt = self
+            .group_answered(now, link_id, (request, group_role), &attempt)
+            .unwrap_or(attempt);
         self.routing.handle_result(now, request, target, attempt);
     }
 
@@ -455,7 +483,12 @@ impl Router {
     /// refusal with its group's `view` and its own `replica` index; a refusal stamped
     /// otherwise (a `replica` that is not `node`'s place in the roster: the server echoes
     /// the request's fields where it holds no group) names nothing.
-    fn named_by_refusal(&self, attempt: Attempt, node: NodeId, header: &ReplyHeader) -> Attempt {
+    pub(super) fn named_by_refusal(
+        &self,
+        attempt: Attempt,
+        node: NodeId,
+        header: &ReplyHeader,
+    ) -> Attempt {
         if !matches!(attempt, Attempt::Refused) {
             return attempt;
         }
@@ -477,7 +510,7 @@ impl Router {
     }
 
     /// What an error status makes of the attempt in flight.
-    fn status_attempt(
+    pub(super) fn status_attempt(
         &mut self,
         now: Instant,
         link_id: LinkId,

@@ -181,10 +181,7 @@ impl Router {
                 }
             }
             LinkRole::Data => {
-                let others = self
-                    .links
-                    .values()
-                    .any(|l| l.node == node && l.role == LinkRole::Data);
+                let others = self.links.values().any(|l| l.node == node && l.in_pool());
                 if !others {
                     self.unsend_all(node);
                     self.report_unsent(now);
@@ -267,6 +264,7 @@ impl Router {
             return;
         }
         let (node, role) = (link.node, link.role);
+        let leaving = self.memberships_gone(now, &link);
         if !link.proven {
             // Signed in, then lost before a single exchange was answered: without a
             // backoff a node that does this to every link would be redialled in a loop.
@@ -298,10 +296,28 @@ impl Router {
                 self.routing
                     .handle_result(now, request, Target::Node(node), Attempt::NotSent);
             }
+            // A leave in flight on its member link: done, as the membership ended with the
+            // link (answered by `memberships_gone`).
+            Job::Request(_, _) if leaving => {}
             Job::Request(request, target) => {
                 self.routing
                     .handle_result(now, request, target, Attempt::Unknown);
             }
+        }
+    }
+
+    /// Closes a healthy link because we chose to (idle, or a membership to end): not a
+    /// loss, so the next link to its node is no reconnect, and its node did nothing to
+    /// back off for.
+    pub(super) fn close_by_choice(&mut self, now: Instant, link_id: LinkId) {
+        let Some(link) = self.links.get_mut(&link_id) else {
+            return;
+        };
+        link.proven = true;
+        let node = link.node;
+        self.close_link(now, link_id);
+        if let Some(entry) = self.node_mut(node) {
+            entry.lost_link = false;
         }
     }
 
@@ -410,18 +426,11 @@ impl Router {
                         }
                         continue;
                     }
-                    let idle_data = link.role == LinkRole::Data
+                    let idle_data = link.in_pool()
                         && now >= link.last_used + self.config.data_link_idle_timeout
                         && self.ready.get(&link.node).is_none_or(|q| q.is_empty());
                     if idle_data {
-                        // Our own choice, not a loss: the next link to the node is no
-                        // reconnect, and its node did nothing to back off for.
-                        link.proven = true;
-                        let node = link.node;
-                        self.close_link(now, id);
-                        if let Some(entry) = self.node_mut(node) {
-                            entry.lost_link = false;
-                        }
+                        self.close_by_choice(now, id);
                     } else if link.state == LinkState::Ready
                         && now >= link.last_sent + self.config.heartbeat_interval
                     {

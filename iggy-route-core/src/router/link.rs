@@ -9,6 +9,7 @@ use crate::event::LinkRole;
 use crate::ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
 use crate::routing::Target;
 
+use super::membership::{GroupKey, GroupRole};
 use super::timer::TimerKind;
 use crate::wire::{FrameDecoder, HEADER_SIZE, Operation, RequestHeader, request_checksum};
 
@@ -132,6 +133,13 @@ pub(crate) struct Link {
     pub(crate) proven: bool,
     /// Its next deadline and what for, as filed in the router's timer index.
     pub(crate) filed: Option<(Instant, TimerKind)>,
+    /// The consumer group whose membership this link's identity holds (see
+    /// `router::membership`): such a link takes no pool traffic and is never closed for
+    /// idleness.
+    pub(super) member_of: Option<GroupKey>,
+    /// The join or leave in flight on this link (its request and where routing sent it),
+    /// settled by its answer even when its caller's request is over.
+    pub(super) membership_write: Option<(RequestId, Target, GroupRole)>,
 }
 
 impl Link {
@@ -159,11 +167,18 @@ impl Link {
             attached: None,
             proven: false,
             filed: None,
+            member_of: None,
+            membership_write: None,
         }
     }
 
     pub(crate) fn is_idle(&self) -> bool {
         self.state == LinkState::Ready && self.in_flight.is_none()
+    }
+
+    /// A data link of the node's pool: one that holds no group membership.
+    pub(crate) fn in_pool(&self) -> bool {
+        self.role == LinkRole::Data && self.member_of.is_none()
     }
 
     /// A whole request frame with this link's identity, around `body`, and what its reply
@@ -194,7 +209,20 @@ impl Link {
         &mut self,
         operation: Operation,
         code: u32,
+        frame: BytesMut,
+    ) -> (Bytes, Sealed) {
+        self.seal_as(operation, code, frame, None)
+    }
+
+    /// [`Link::seal`], with `speak_for` in the header's `client` field instead of this
+    /// link's id where given: a consumer group's sync and polls are answered as whoever
+    /// the header names (see `router::membership`).
+    pub(crate) fn seal_as(
+        &mut self,
+        operation: Operation,
+        code: u32,
         mut frame: BytesMut,
+        speak_for: Option<u128>,
     ) -> (Bytes, Sealed) {
         let (session, request) = if operation == Operation::Register {
             (0, 0)
@@ -208,7 +236,7 @@ impl Link {
         let mut header = RequestHeader::new(
             operation,
             code,
-            self.client_id,
+            speak_for.unwrap_or(self.client_id),
             session,
             request,
             body.len(),

@@ -21,9 +21,11 @@
 
 pub(crate) mod encode;
 mod frames;
+mod group_commit;
 mod lifecycle;
 mod link;
 mod link_table;
+mod membership;
 mod requests;
 mod service;
 mod timer;
@@ -200,6 +202,11 @@ pub struct Router {
     /// The roster's nodes in its order, which is the replicas' order: a refusal's `view`
     /// names replica `view % len` (`None` where an entry has no usable address).
     replica_order: Vec<Option<NodeId>>,
+    /// The consumer groups we joined, each held by its member link's identity.
+    memberships: BTreeMap<membership::GroupKey, membership::Membership>,
+    /// Leaves and group offset writes waiting for their member link to be idle (see
+    /// `Router::group_detour`).
+    member_waiting: Vec<(RequestId, Target)>,
 }
 
 impl Router {
@@ -240,6 +247,8 @@ impl Router {
             stats: Stats::default(),
             closed: false,
             replica_order: Vec::new(),
+            memberships: BTreeMap::new(),
+            member_waiting: Vec::new(),
         };
         router.run_turns(now);
         router.refile_links();
@@ -395,6 +404,7 @@ impl Router {
             session_moves: self.stats.session_moves,
             replays: self.stats.replays,
             protocol_violations: self.stats.protocol_violations,
+            memberships_lost: self.stats.memberships_lost,
             ..routing
         }
     }

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use tracing::{debug, warn};
 
+use super::group_commit::GroupCommit;
 use super::{Output, Router};
 use crate::ids::{LinkId, RequestId};
 use crate::request::{Reply, Request, RequestError, StoreOffsetRequest, SubmitError};
@@ -33,6 +34,11 @@ pub(super) struct Entry {
     pub(super) committing: bool,
     /// For the offset write of such a poll: the caller's poll and the reply it waits for.
     pub(super) commit_for: Option<(RequestId, Reply)>,
+    /// A consumer group's offset write, made in steps (see `router::group_commit`).
+    pub(super) group_commit: Option<GroupCommit>,
+    /// A member's auto-commit poll, accepted without its commit: its offset is written as
+    /// the group's offset write once it is served (see `Router::group_auto_commit`).
+    pub(super) group_auto_commit: bool,
 }
 
 impl Router {
@@ -49,6 +55,12 @@ impl Router {
             return Err(SubmitError::Closed);
         }
         request.validate(self.config.max_frame_size)?;
+        let group_auto_commit = self.group_auto_commit(&request);
+        let mut request = request;
+        if let (true, Request::Poll(poll)) = (group_auto_commit, &mut request) {
+            // Routing places it as the read it now is: it proves no primary.
+            poll.auto_commit = false;
+        }
         let id = self.routing.admit(now, request.facts())?;
         let entry = Entry {
             request,
@@ -60,6 +72,8 @@ impl Router {
             commit_after: false,
             committing: false,
             commit_for: None,
+            group_commit: None,
+            group_auto_commit,
         };
         self.requests.insert(id, entry);
         Ok(id)
@@ -125,6 +139,8 @@ impl Router {
                 commit_after: false,
                 committing: false,
                 commit_for: Some((poll_id, reply)),
+                group_commit: None,
+                group_auto_commit: false,
             },
         );
         if let Some(poll) = self.requests.get_mut(&poll_id) {

@@ -7,7 +7,9 @@ use std::collections::VecDeque;
 
 use tracing::debug;
 
+use super::group_commit::{self, CommitStep};
 use super::link::{Attachment, InFlight, Job, Link, LinkState, Sealed};
+use super::membership::{self, Detour, GroupRole};
 use super::{CoordJob, Output, Router, encode};
 use crate::event::LinkRole;
 use crate::ids::{LinkId, NodeId, RequestId};
@@ -27,7 +29,9 @@ impl Router {
         let turns_max = self.config.max_nodes.saturating_add(2);
         for _ in 0..turns_max {
             self.turn(now);
-            if self.unsent.is_empty() {
+            // A turn may also settle a request itself (a leave whose membership ended while
+            // it waited for its member link): its decisions are applied by the next turn.
+            if self.unsent.is_empty() && !self.routing.has_decisions() {
                 return;
             }
             self.report_unsent(now);
@@ -170,6 +174,9 @@ impl Router {
     /// requests wait and the pool has room: one new link per node per wave, nodes in id
     /// order, at most a pool's worth of waves.
     fn serve_nodes(&mut self, now: Instant) {
+        if !self.member_waiting.is_empty() {
+            self.serve_member_waiting(now);
+        }
         let waves = self.config.data_links_per_node.max(1);
         for wave in 0..waves {
             let mut opened = false;
@@ -202,7 +209,7 @@ impl Router {
             let idle = self
                 .links
                 .values()
-                .find(|l| l.node == node && l.role == LinkRole::Data && l.is_idle())
+                .find(|l| l.node == node && l.in_pool() && l.is_idle())
                 .map(|l| l.id);
             let Some(link) = idle else {
                 return;
@@ -225,7 +232,7 @@ impl Router {
         let (open, starting) = self
             .links
             .values()
-            .filter(|l| l.node == node && l.role == LinkRole::Data)
+            .filter(|l| l.node == node && l.in_pool())
             .fold((0usize, 0usize), |(open, starting), l| {
                 (
                     open + 1,
@@ -268,18 +275,44 @@ impl Router {
     pub(super) fn write_request(
         &mut self,
         now: Instant,
-        link_id: LinkId,
+        mut link_id: LinkId,
         request: RequestId,
         target: Target,
     ) {
-        let Some(entry) = self.requests.get(&request) else {
+        if !self.requests.contains_key(&request) {
             // Completed meanwhile (its deadline): release whatever it still holds.
             self.unsent.push((request, target));
             return;
+        }
+        match self.group_detour(request, target) {
+            None => {}
+            Some(Detour::Link(member_link)) => link_id = member_link,
+            Some(Detour::Waiting) => return,
+        }
+        let Some(entry) = self.requests.get(&request) else {
+            return;
+        };
+        // A consumer group's sync and polls carry the member's id (see `membership`); so
+        // does the commit poll of a group's offset write (see `group_commit`).
+        let commit_poll = match entry.group_commit.map(|commit| commit.step) {
+            Some(CommitStep::PollOn(_)) => group_commit::commit_poll(&entry.request),
+            Some(CommitStep::OnLeader) | None => None,
+        };
+        let in_steps = entry.group_commit.is_some();
+        let membership_write = match membership::group_role(&entry.request) {
+            Some(role @ (GroupRole::Join(_) | GroupRole::Leave(_))) => Some(role),
+            Some(GroupRole::AsMember(_) | GroupRole::Commit(_)) | None => None,
+        };
+        let speak_for = match &commit_poll {
+            Some(poll) => self.speaks_for(poll),
+            None => self.speaks_for(&entry.request),
         };
         // The routed forms (an auto-commit poll as 104, an offset write after an attach) on
-        // data links of clusters with routing commands; a plain poll is a plain 100 anywhere.
+        // data links of clusters with routing commands; a plain poll is a plain 100 anywhere,
+        // and so is a member's group poll (the attachment would make it the session's).
         let routed = matches!(target, Target::Node(_))
+            && speak_for.is_none()
+            && !in_steps
             && self.routing_supported()
             && !matches!(&entry.request, Request::Poll(poll) if !poll.auto_commit);
         let needs_attach = routed
@@ -332,13 +365,16 @@ impl Router {
         // so the consumer's durable offset, never hears of it (seen on the real cluster).
         // So the poll goes without its commit, and the offset it read up to is stored on
         // the primary before the caller gets the messages (see `Router::commit_polled`).
-        let commit_after = !routed
-            && matches!(
-                &entry.request,
-                Request::Poll(poll)
-                    if poll.auto_commit && poll.consumer.kind == ConsumerKind::Consumer
-            );
-        let (encoded, batch) = if let (true, Request::Poll(poll)) = (commit_after, &entry.request) {
+        let commit_after = entry.group_auto_commit
+            || (!routed
+                && matches!(
+                    &entry.request,
+                    Request::Poll(poll)
+                        if poll.auto_commit && poll.consumer.kind == ConsumerKind::Consumer
+                ));
+        let (encoded, batch) = if let Some(poll) = &commit_poll {
+            (encode::encode(poll, entry.partition, false), Vec::new())
+        } else if let (true, Request::Poll(poll)) = (commit_after, &entry.request) {
             let uncommitted = Request::Poll(PollRequest {
                 auto_commit: false,
                 ..poll.clone()
@@ -372,16 +408,15 @@ impl Router {
             now,
             link_id,
             Job::Request(request, target),
-            encoded.operation,
-            encoded.code,
+            (encoded.operation, encoded.code),
             encoded.frame,
+            speak_for,
         );
-        if let Some(in_flight) = self
-            .links
-            .get_mut(&link_id)
-            .and_then(|link| link.in_flight.as_mut())
-        {
-            in_flight.batch = batch;
+        if let Some(link) = self.links.get_mut(&link_id) {
+            link.membership_write = membership_write.map(|role| (request, target, role));
+            if let Some(in_flight) = link.in_flight.as_mut() {
+                in_flight.batch = batch;
+            }
         }
     }
 
@@ -433,14 +468,14 @@ impl Router {
         now: Instant,
         link_id: LinkId,
         job: Job,
-        operation: Operation,
-        code: u32,
+        (operation, code): (Operation, u32),
         frame: bytes::BytesMut,
+        speak_for: Option<u128>,
     ) {
         let Some(link) = self.links.get_mut(&link_id) else {
             return;
         };
-        let (frame, sealed) = link.seal(operation, code, frame);
+        let (frame, sealed) = link.seal_as(operation, code, frame, speak_for);
         self.write_exchange(now, link_id, job, frame, sealed);
     }
 

@@ -71,6 +71,10 @@ pub(super) fn link_deadline(
             let heartbeat = link.last_sent + config.heartbeat_interval;
             match link.role {
                 LinkRole::Coordinator => Some((heartbeat, TimerKind::Heartbeat)),
+                // A member link lives as long as its membership.
+                LinkRole::Data if link.member_of.is_some() => {
+                    Some((heartbeat, TimerKind::Heartbeat))
+                }
                 LinkRole::Data => {
                     let idle = link.last_used + config.data_link_idle_timeout;
                     if idle < heartbeat {

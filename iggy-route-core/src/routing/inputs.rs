@@ -1,6 +1,6 @@
 //! What the link layer reports back: attempt results, lookup answers, rosters, watermarks.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::debug;
 
@@ -13,6 +13,7 @@ use crate::config::Delivery;
 use crate::event::Event;
 use crate::ids::{NodeId, PartitionKey, RequestId};
 use crate::request::RequestError;
+use crate::wire::ErrorCode;
 
 impl Routing {
     /// The outcome of one attempt of `request`, written to `target`. For a frame that
@@ -75,6 +76,7 @@ impl Routing {
                 self.retry_elsewhere(now, frame, &place, target, named);
             }
             Attempt::NotSent => self.retry_elsewhere(now, frame, &place, target, None),
+            Attempt::NotYet(wait) => self.retry_after(now, frame, &place, wait),
             Attempt::Unknown => {
                 let retry = match &self.pending[&frame[0]].facts.kind {
                     RequestKind::Send => self.delivery() == Delivery::AtLeastOnce,
@@ -104,6 +106,16 @@ impl Routing {
                 // cluster right after `CREATE_PARTITIONS`). Nothing was admitted: try the
                 // next node, as after a refusal, within the request's deadline.
                 debug!(request = %frame[0], ?code, "partition unknown to the node soon after our write; trying elsewhere");
+                self.retry_elsewhere(now, frame, &place, target, None);
+            }
+            Attempt::Failed(RequestError::Server {
+                code: ErrorCode::InvalidOffset,
+            }) if self.copy_may_lag(&place, frame[0], target) => {
+                // The server checks an offset write against the node's own copy before it
+                // checks for the primary, and a backup's copy lags the primary's: "past the
+                // end" from one node says nothing yet. The next node is asked; once every
+                // node has said it, it is believed.
+                debug!(request = %frame[0], "offset past this node's copy, which may lag; trying elsewhere");
                 self.retry_elsewhere(now, frame, &place, target, None);
             }
             Attempt::Failed(error) => {
@@ -152,6 +164,13 @@ impl Routing {
             self.learn_own_write(now, &write, served);
         }
         let deadline = self.deadline_of(head);
+        if *served == Served::Stranger && self.doubt_wait(now, deadline).is_some() {
+            // Shortly after our own join, a node that has not applied it yet answers our
+            // member as a stranger: nothing was read; ask another node.
+            debug!(request = %head, "answered as a stranger soon after our join; asking elsewhere");
+            self.retry_elsewhere(now, frame, place, target, None);
+            return;
+        }
         if *served == Served::Absent
             && *place == Place::Coordinator
             && let Some(wait) = self.doubt_wait(now, deadline)
@@ -300,6 +319,51 @@ impl Routing {
             self.decisions.push_back(Decision::FetchRoute {
                 partition: partition.clone(),
             });
+        }
+    }
+
+    /// Whether an offset write's "past the end" from `target` may come from a copy that
+    /// lags the primary's: some other node of the roster has not answered the write in this
+    /// round. Even the partition's known primary may have lost the role (a primary that
+    /// moved away keeps serving, from a copy that then lags), so only every node saying it
+    /// makes it the answer.
+    fn copy_may_lag(&self, place: &Place, request: RequestId, target: Target) -> bool {
+        let (Place::Lane(key @ LaneKey::Partition(_)), Some(node)) = (place, node_of(target))
+        else {
+            return false;
+        };
+        let store = self
+            .pending
+            .get(&request)
+            .is_some_and(|p| matches!(p.facts.kind, RequestKind::StoreOffset));
+        let Some(lane) = self.lanes.get(key) else {
+            return false;
+        };
+        store
+            && self
+                .nodes
+                .iter()
+                .any(|other| *other != node && !lane.tried.contains(other))
+    }
+
+    /// Writes a frame again after `wait`: first in its lane, which waits that long (a
+    /// request of the coordinator waits alone).
+    fn retry_after(&mut self, now: Instant, frame: &[RequestId], place: &Place, wait: Duration) {
+        match place {
+            Place::Lane(key) => {
+                if let Some(lane) = self.lanes.get_mut(key) {
+                    for &id in frame.iter().rev() {
+                        lane.queue.push_front(id);
+                    }
+                }
+                self.set_lane_backoff(now, key, wait);
+            }
+            Place::Coordinator => {
+                for &id in frame {
+                    self.timers.insert((now + wait, TimerKey::Retry(id)));
+                }
+            }
+            Place::Topic(_) => self.requeue(now, frame, place),
         }
     }
 

@@ -583,7 +583,7 @@ impl Routing {
     }
 
     /// Whether one of our own metadata writes succeeded less than `own_write_settle` ago.
-    fn own_write_unsettled(&self, now: Instant) -> bool {
+    pub(crate) fn own_write_unsettled(&self, now: Instant) -> bool {
         self.own_write_at
             .and_then(|at| at.checked_add(self.config.own_write_settle))
             .is_some_and(|settled| now < settled)

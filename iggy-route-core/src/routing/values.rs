@@ -75,6 +75,9 @@ pub enum Attempt {
     Unknown,
     /// A final answer: the request fails with this error.
     Failed(RequestError),
+    /// The node cannot answer yet (its copy lags the primary's): nothing was admitted and
+    /// nothing is learned; the request is written again after this wait, first in its lane.
+    NotYet(std::time::Duration),
 }
 
 /// What a route lookup came to.

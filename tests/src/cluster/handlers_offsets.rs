@@ -108,18 +108,32 @@ pub(super) fn write(
         return Outcome::status(ErrorCode::ResourceNotFound, commit);
     }
     let node = connection.node();
+    let nodes = state.node_count();
+    let Some(primary) = target.partition_mut(state).map(|p| p.primary) else {
+        return Outcome::status(ErrorCode::ResourceNotFound, commit);
+    };
+    let horizon = state.messages_horizon(node, primary);
     let Some(partition) = target.partition_mut(state) else {
         return Outcome::status(ErrorCode::ResourceNotFound, commit);
     };
+    // The range check comes before the primary check, against the node's own copy (the
+    // server's admission, `iggy_partition.rs`): a backup that has not yet received the
+    // offset denies it `InvalidOffset`, not 58.
+    if let Some(offset) = offset
+        && (partition.messages_count(horizon) == 0
+            || offset > partition.reported_current_offset(horizon))
+    {
+        return Outcome::status(ErrorCode::InvalidOffset, commit);
+    }
     if partition.primary != node {
-        return Outcome::status(ErrorCode::TransientNotAccepted, commit);
+        // Its refusal names its view of the group, as a send's does (§4.4).
+        let view = partition.view_naming_primary(nodes);
+        let replica = u8::try_from(node).unwrap_or(u8::MAX);
+        return Outcome::status(ErrorCode::TransientNotAccepted, commit).with_stamp(view, replica);
     }
     let owner = offset_owner(&key.consumer);
     match offset {
         Some(offset) => {
-            if partition.log.is_empty() || offset > partition.current_offset() {
-                return Outcome::status(ErrorCode::InvalidOffset, commit);
-            }
             partition.store_offset(owner, offset);
         }
         None => {

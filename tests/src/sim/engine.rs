@@ -161,7 +161,14 @@ impl Simulation {
             self.apply(next);
             self.check_step();
         }
-        if let Err(message) = self.ledger.finish().and_then(|()| self.opsbook.finish()) {
+        if let Err(message) = self.ledger.finish().and_then(|()| {
+            let routers = &self.routers;
+            self.opsbook.finish(&|router| {
+                routers
+                    .get(router)
+                    .map_or(0, |r| r.stats().memberships_lost)
+            })
+        }) {
             self.fail(format_args!("{message}"));
         }
         self.report()
@@ -410,6 +417,14 @@ impl Simulation {
             admin_ok: ops.admin_ok,
             ops_failed: ops.failed,
             new_partition_acks: ops.new_partition_acks,
+            syncs_as_member: ops.syncs_as_member,
+            group_polls_read: ops.group_polls_read,
+            group_resyncs: ops.group_resyncs,
+            memberships_lost: self
+                .routers
+                .iter()
+                .map(|r| r.stats().memberships_lost)
+                .sum(),
             adversary: self.nodes.adversary.counts,
             replays: self.routers.iter().map(|r| r.stats().replays).sum(),
             protocol_violations: self

@@ -77,6 +77,14 @@ pub struct SimReport {
     pub ops_failed: u64,
     /// Acked sends to the partition added during the run.
     pub new_partition_acks: u64,
+    /// Syncs of the consumer group answered with an assignment.
+    pub syncs_as_member: u64,
+    /// Group polls that read messages.
+    pub group_polls_read: u64,
+    /// Group polls answered with the re-sync poll.
+    pub group_resyncs: u64,
+    /// Memberships the routers lost with their member links.
+    pub memberships_lost: u64,
     /// What the adversarial nodes did.
     pub adversary: crate::cluster::adversary::AdversaryCounts,
     /// Frames the routers wrote again after a 57.

@@ -105,6 +105,35 @@ impl SimNodes {
         }
     }
 
+    /// The members of group `group` of `topic`, each as the router whose connection signed
+    /// in with the member's client id (`None`: no open connection did).
+    pub fn group_members(&self, topic: SimTopic, group: u32) -> Vec<Option<usize>> {
+        let Ok(found) = self
+            .state
+            .catalog
+            .topic(Lookup::Id(topic.stream), Lookup::Id(topic.topic))
+        else {
+            return Vec::new();
+        };
+        let Some(group) = found.groups.find(Lookup::Id(group)) else {
+            return Vec::new();
+        };
+        group
+            .members
+            .iter()
+            .map(|member| {
+                self.conns
+                    .iter()
+                    .find(|(_, conn)| {
+                        conn.model
+                            .binding()
+                            .is_some_and(|binding| binding.client_id == member.client)
+                    })
+                    .map(|(id, _)| id.router)
+            })
+            .collect()
+    }
+
     /// Number of nodes.
     pub fn count(&self) -> usize {
         self.running.len()
@@ -130,6 +159,14 @@ impl SimNodes {
             .catalog
             .create_topic(Lookup::Id(stream), "events", partitions, now, leader)
             .unwrap_or_else(|error| panic!("create topic: {error:?}"));
+        // With its consumer group (id 0), which the routers join.
+        self.state
+            .catalog
+            .topic_mut(Lookup::Id(stream), Lookup::Id(topic))
+            .unwrap_or_else(|error| panic!("find topic: {error:?}"))
+            .groups
+            .create("sim-group")
+            .unwrap_or_else(|error| panic!("create group: {error:?}"));
         self.state.bump_commit();
         let created = SimTopic {
             stream,

@@ -1,6 +1,8 @@
 //! The routers' requests other than sends: auto-commit polls (`Next`, per-router
-//! consumer), plain polls (`Offset(k)`), consumer offset writes, `GET_TOPIC`, and once per
-//! seed a `CREATE_PARTITIONS` adding one partition. They are planned up front like the
+//! consumer), plain polls (`Offset(k)`), consumer offset writes, `GET_TOPIC`, once per
+//! seed a `CREATE_PARTITIONS` adding one partition, and the consumer group's requests:
+//! most routers join the group (early), sync it and poll it (`Offset(k)`), and some leave
+//! it (late). They are planned up front like the
 //! sends; what depends on the logs (the offset a plain poll starts at, the offset a store
 //! writes) is drawn from a planned number when the request is submitted, so that it lies
 //! within the partition's current log.
@@ -8,6 +10,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use iggy_route_core::client::Call;
 use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, PollingStrategy};
 use iggy_route_core::{AdminRequest, PollRequest, Request, StoreOffsetRequest};
 
@@ -21,6 +24,11 @@ pub const PLAN_POLLS: bool = true;
 pub const PLAN_STORES: bool = true;
 /// Plan `GET_TOPIC` reads and the one `CREATE_PARTITIONS`.
 pub const PLAN_ADMIN: bool = true;
+/// Plan the consumer group's joins, syncs, polls and leaves.
+pub const PLAN_GROUPS: bool = true;
+
+/// The id of the consumer group the simulation creates with its topic.
+pub const GROUP: u32 = 0;
 
 /// The most messages one poll asks for.
 pub const POLL_COUNT_MAX: u64 = 4;
@@ -78,6 +86,21 @@ pub enum OpKind {
     GetTopic,
     /// `CREATE_PARTITIONS` adding one partition to the workload's topic.
     AddPartition,
+    /// `JOIN_CONSUMER_GROUP` of the group.
+    Join,
+    /// `SYNC_CONSUMER_GROUP` of the group.
+    Sync,
+    /// A poll of the group from `Offset(pick % (log length + 1))`, without auto-commit.
+    GroupPoll {
+        /// The partition.
+        partition: u32,
+        /// Most messages.
+        count: u32,
+        /// Draws the start offset at submit time.
+        pick: u64,
+    },
+    /// `LEAVE_CONSUMER_GROUP` of the group.
+    Leave,
 }
 
 /// One planned request.
@@ -158,6 +181,38 @@ impl PlannedOp {
                 }),
                 0,
             )),
+            OpKind::GroupPoll {
+                partition,
+                count,
+                pick,
+            } => {
+                let from = pick % (log_len + 1);
+                let request = Request::Poll(PollRequest {
+                    consumer: Consumer {
+                        kind: ConsumerKind::ConsumerGroup,
+                        id: Identifier::Numeric(GROUP),
+                    },
+                    stream,
+                    topic: topic_id,
+                    partition_id: Some(partition),
+                    strategy: PollingStrategy::Offset(from),
+                    count,
+                    auto_commit: false,
+                });
+                Some((request, from))
+            }
+            OpKind::Join => {
+                let call = Call::join_consumer_group(topic.stream, topic.topic, GROUP).ok()?;
+                Some((call.request, 0))
+            }
+            OpKind::Sync => {
+                let call = Call::sync_consumer_group(topic.stream, topic.topic, GROUP).ok()?;
+                Some((call.request, 0))
+            }
+            OpKind::Leave => {
+                let call = Call::leave_consumer_group(topic.stream, topic.topic, GROUP).ok()?;
+                Some((call.request, 0))
+            }
         }
     }
 
@@ -166,8 +221,13 @@ impl PlannedOp {
         match self.kind {
             OpKind::AutoPoll { partition, .. }
             | OpKind::PlainPoll { partition, .. }
+            | OpKind::GroupPoll { partition, .. }
             | OpKind::Store { partition, .. } => Some(partition),
-            OpKind::GetTopic | OpKind::AddPartition => None,
+            OpKind::GetTopic
+            | OpKind::AddPartition
+            | OpKind::Join
+            | OpKind::Sync
+            | OpKind::Leave => None,
         }
     }
 }
@@ -215,11 +275,17 @@ impl Ops {
                     OpKind::AutoPoll { .. } | OpKind::PlainPoll { .. } => PLAN_POLLS,
                     OpKind::Store { .. } => PLAN_STORES,
                     OpKind::GetTopic | OpKind::AddPartition => PLAN_ADMIN,
+                    OpKind::Join | OpKind::Sync | OpKind::GroupPoll { .. } | OpKind::Leave => {
+                        PLAN_GROUPS
+                    }
                 };
                 if planned {
                     ops.push(PlannedOp { at, router, kind });
                 }
             }
+        }
+        if PLAN_GROUPS {
+            Self::plan_group(scenario, &mut ops);
         }
         if PLAN_ADMIN {
             ops.push(PlannedOp {
@@ -233,6 +299,50 @@ impl Ops {
         Self {
             ops: ops.into(),
             end,
+        }
+    }
+
+    /// The consumer group's requests: three routers in four join in the first third of
+    /// the span, sync twice and poll the group a few times, and one joiner in three
+    /// leaves in the last third (some of its syncs and polls come after).
+    fn plan_group(scenario: &Scenario, ops: &mut Vec<PlannedOp>) {
+        let mut rng = SimRng::new(scenario.seed, 0x0061_0C0A_D000);
+        let span = scenario.workload_span.as_micros() as u64;
+        for router in 0..scenario.routers {
+            if !rng.chance(75) {
+                continue;
+            }
+            let joined = rng.range(20_000, span / 3);
+            ops.push(PlannedOp {
+                at: Duration::from_micros(joined),
+                router,
+                kind: OpKind::Join,
+            });
+            for _ in 0..2 {
+                ops.push(PlannedOp {
+                    at: Duration::from_micros(rng.range(joined, span)),
+                    router,
+                    kind: OpKind::Sync,
+                });
+            }
+            for _ in 0..rng.range(3, 8) {
+                ops.push(PlannedOp {
+                    at: Duration::from_micros(rng.range(joined, span)),
+                    router,
+                    kind: OpKind::GroupPoll {
+                        partition: rng.range(0, u64::from(PARTITIONS) - 1) as u32,
+                        count: rng.range(1, POLL_COUNT_MAX) as u32,
+                        pick: rng.next_u64(),
+                    },
+                });
+            }
+            if rng.chance(33) {
+                ops.push(PlannedOp {
+                    at: Duration::from_micros(rng.range(span * 2 / 3, span)),
+                    router,
+                    kind: OpKind::Leave,
+                });
+            }
         }
     }
 

@@ -13,11 +13,18 @@
 //! - `CREATE_PARTITIONS` is not answered with success twice for one request, and once the
 //!   router that added the partition has its answer, its sends to the new partition are
 //!   no longer refused as out of range (seed 824 once showed a topic read that predated
-//!   the router's own write being taken as current; the core now reads it again).
+//!   the router's own write being taken as current; the core now reads it again);
+//! - a group poll is answered like a plain poll, or with the re-sync answer (partition
+//!   `u32::MAX`, nothing read: not a partition the member owns now); a sync with
+//!   partitions the topic has had, or with "not a member", which between a router's
+//!   successful join and its leave is allowed only if the router lost its member link
+//!   (counted in its stats by the end of the run): syncs carry the member's id wherever
+//!   they go.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use iggy_route_core::wire::ConsumerGroupAssignment;
 use iggy_route_core::{Outcome, Reply, RequestError, RequestId};
 
 use crate::cluster::StoredMessage;
@@ -60,6 +67,12 @@ pub struct OpsTally {
     pub failed: u64,
     /// Acked sends to the partition added during the run.
     pub new_partition_acks: u64,
+    /// Syncs answered with an assignment.
+    pub syncs_as_member: u64,
+    /// Group polls that read messages (so were answered as the member).
+    pub group_polls_read: u64,
+    /// Group polls answered with the re-sync poll.
+    pub group_resyncs: u64,
 }
 
 /// See the module doc.
@@ -80,6 +93,15 @@ pub struct OpsBook {
     created: Option<(usize, Duration)>,
     /// Sends to the added partition: (router, id) to submission time.
     new_partition_sends: BTreeMap<(usize, RequestId), Duration>,
+    /// Per router: when (sequence number) its join completed with success.
+    joined: BTreeMap<usize, u64>,
+    /// Per router: when it submitted a leave.
+    leaving: BTreeMap<usize, u64>,
+    /// Per router: the first sync or group poll answered as to a stranger while it was a
+    /// member (judged at the end, against its lost memberships).
+    stranger: BTreeMap<usize, String>,
+    /// Per router: the partitions its last sync as a member assigned it.
+    assigned: BTreeMap<usize, Vec<u32>>,
     seq: u64,
     tally: OpsTally,
 }
@@ -97,6 +119,10 @@ impl OpsBook {
             counts: vec![PARTITIONS],
             created: None,
             new_partition_sends: BTreeMap::new(),
+            joined: BTreeMap::new(),
+            leaving: BTreeMap::new(),
+            stranger: BTreeMap::new(),
+            assigned: BTreeMap::new(),
             seq: 0,
             tally: OpsTally::default(),
         }
@@ -124,6 +150,9 @@ impl OpsBook {
                     submitted: seq,
                     completed: None,
                 });
+        }
+        if op.kind == OpKind::Leave {
+            self.leaving.entry(op.router).or_insert(seq);
         }
         let record = Record {
             op,
@@ -223,16 +252,52 @@ impl OpsBook {
             }
         };
         let what = format!("router {router} {id} {:?}", op.kind);
+        let member = self.joined.get(&router).is_some_and(|&at| at < submitted)
+            && self.leaving.get(&router).is_none_or(|&at| at > seq);
         match (op.kind, reply) {
+            (OpKind::GroupPoll { .. }, Reply::Polled(polled))
+                if polled.partition_id == u32::MAX && polled.messages.is_empty() =>
+            {
+                // Also a member's answer for a partition it does not own (now): the sync
+                // it was picked from may predate a rebalance.
+                self.tally.group_resyncs += 1;
+            }
+            (OpKind::Sync, Reply::Payload(payload)) => {
+                match ConsumerGroupAssignment::decode(&payload.0) {
+                    Ok(Some(assignment)) => {
+                        let most = self.counts.iter().copied().max().unwrap_or(0);
+                        if assignment.partitions.iter().any(|&p| p >= most) {
+                            return Err(format!("{what}: assigned {assignment:?}"));
+                        }
+                        self.tally.syncs_as_member += 1;
+                        self.assigned.insert(router, assignment.partitions);
+                    }
+                    Ok(None) if member => {
+                        self.stranger.entry(router).or_insert(what);
+                    }
+                    Ok(None) => {}
+                    Err(error) => return Err(format!("{what}: undecodable sync: {error}")),
+                }
+            }
+            (OpKind::Join, Reply::Payload(_)) => {
+                self.joined.entry(router).or_insert(seq);
+            }
+            (OpKind::Leave, Reply::Payload(_)) => {}
             (
                 OpKind::AutoPoll { partition, count }
                 | OpKind::PlainPoll {
+                    partition, count, ..
+                }
+                | OpKind::GroupPoll {
                     partition, count, ..
                 },
                 Reply::Polled(polled),
             ) => {
                 self.tally.polls_ok += 1;
                 self.tally.polled += polled.messages.len() as u64;
+                if matches!(op.kind, OpKind::GroupPoll { .. }) && !polled.messages.is_empty() {
+                    self.tally.group_polls_read += 1;
+                }
                 if polled.partition_id != partition {
                     return Err(format!(
                         "{what}: answered for partition {}",
@@ -243,7 +308,7 @@ impl OpsBook {
                     return Err(format!("{what}: {} messages", polled.messages.len()));
                 }
                 let log = logs.get(partition as usize).copied().unwrap_or(&[]);
-                let plain = matches!(op.kind, OpKind::PlainPoll { .. });
+                let plain = matches!(op.kind, OpKind::PlainPoll { .. } | OpKind::GroupPoll { .. });
                 let first = polled.messages.first().map(|m| m.offset);
                 if plain && first.is_some_and(|f| f != value) {
                     return Err(format!("{what}: asked from {value}, got {first:?} first"));
@@ -359,17 +424,38 @@ impl OpsBook {
         Ok(())
     }
 
+    /// The partition a group poll of `router` asks for: one its last sync assigned it
+    /// (picked by `pick`), else `planned`.
+    pub fn group_partition(&self, router: usize, planned: u32, pick: u64) -> u32 {
+        match self.assigned.get(&router) {
+            Some(partitions) if !partitions.is_empty() => {
+                partitions[(pick % partitions.len() as u64) as usize]
+            }
+            Some(_) | None => planned,
+        }
+    }
+
     /// Whether every accepted request has completed.
     pub fn all_completed(&self) -> bool {
         self.requests.values().all(|r| r.done)
     }
 
-    /// The end-of-run check: nothing left pending.
-    pub fn finish(&self) -> Result<(), String> {
-        match self.requests.iter().find(|(_, r)| !r.done) {
-            Some(((router, id), r)) => Err(format!(
+    /// The end-of-run check: nothing left pending, and no member answered as a stranger
+    /// by a router that never lost a membership (`memberships_lost(router)`).
+    pub fn finish(&self, memberships_lost: &dyn Fn(usize) -> u64) -> Result<(), String> {
+        if let Some(((router, id), r)) = self.requests.iter().find(|(_, r)| !r.done) {
+            return Err(format!(
                 "router {router} request {id} ({:?}) never completed",
                 r.op.kind
+            ));
+        }
+        match self
+            .stranger
+            .iter()
+            .find(|(router, _)| memberships_lost(**router) == 0)
+        {
+            Some((_, what)) => Err(format!(
+                "{what}: answered as to a stranger while a member, and no membership was lost"
             )),
             None => Ok(()),
         }

@@ -39,9 +39,16 @@ fn stored_in(nodes: &SimNodes, topic: SimTopic, partition: u32, consumer: u32) -
 impl Simulation {
     /// Submit the next planned request other than a send.
     pub(super) fn submit_op(&mut self) {
-        let Some(op) = self.ops.pop_due(self.now) else {
+        let Some(mut op) = self.ops.pop_due(self.now) else {
             return;
         };
+        if let super::ops::OpKind::GroupPoll {
+            partition, pick, ..
+        } = &mut op.kind
+        {
+            // A member polls what its last sync assigned it, as a group consumer does.
+            *partition = self.opsbook.group_partition(op.router, *partition, *pick);
+        }
         let log_len = op.partition().map_or(0, |partition| {
             log_in(&self.nodes, self.topic, partition).len() as u64
         });
@@ -111,6 +118,17 @@ impl Simulation {
             self.topic.partitions = count;
             self.ledger.grow(count);
             self.opsbook.topic_grew(count);
+        }
+        // A router is at most one member of the group: a join it answered or gave up on
+        // never leaves a second identity in the group.
+        let members = self.nodes.group_members(self.topic, super::ops::GROUP);
+        for router in 0..self.routers.len() {
+            let held = members.iter().filter(|m| **m == Some(router)).count();
+            if held > 1 {
+                self.fail(format_args!(
+                    "router {router} is {held} members of the group: {members:?}"
+                ));
+            }
         }
         let routers = self.routers.len();
         let (nodes, topic) = (&self.nodes, self.topic);

@@ -1,0 +1,392 @@
+//! Consumer-group memberships: which link's identity each group we joined belongs to.
+//!
+//! The server binds a membership to the client id of the connection whose `JOIN` the
+//! metadata leader admitted, and ends it when that connection closes (seen on the real
+//! cluster). So the data link that carried a successful join becomes that group's member
+//! link: it leaves the pool (no other request uses it, so no caller's traffic can lose the
+//! membership with it), it is never closed for idleness and its heartbeats keep it alive.
+//! The group's `SYNC` and polls are answered as whoever the request header names, on any
+//! node: they go wherever routing sends them, with the member's id in the header. A
+//! `LEAVE`, a `JOIN` of a group already joined and a group offset write (see
+//! `router::group_commit`) go on the member link itself; if that node can no longer admit
+//! a leave (the metadata leader moved), closing the link ends the membership just as well.
+//! A join or leave answered after its caller gave up is made to match what the caller was
+//! told; a sync answered "not a member" past our own join's settle window ends the
+//! membership here too.
+
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use tracing::{debug, info};
+
+use super::Router;
+use super::group_commit::{CommitStep, GroupCommit};
+use super::link::Link;
+use crate::event::LinkRole;
+use crate::ids::{LinkId, RequestId};
+use crate::request::{CommandRequest, Reply, ReplyPayload, Request};
+use crate::routing::{Attempt, Served, Target};
+use crate::wire::{ConsumerGroupRef, ConsumerKind, code};
+
+/// A group as its requests name it: the encoded `[stream][topic][group]` identifiers.
+/// A group named once by id and once by name counts as two groups here (the router does
+/// not resolve names), so a consumer names its group one way throughout.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct GroupKey(Bytes);
+
+impl GroupKey {
+    fn of(group: &ConsumerGroupRef) -> Self {
+        let mut out = BytesMut::with_capacity(group.encoded_len());
+        group.encode(&mut out);
+        Self(out.freeze())
+    }
+}
+
+/// One group we are a member of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Membership {
+    /// The link whose identity joined.
+    pub(super) link: LinkId,
+    /// That identity: what the group's syncs and polls carry in their header.
+    pub(super) member: u128,
+}
+
+/// What a request is to the group layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum GroupRole {
+    Join(GroupKey),
+    Leave(GroupKey),
+    /// A `SYNC` or a group poll: answered as the member the header names.
+    AsMember(GroupKey),
+    /// A write of the group's offset (see `router::group_commit`).
+    Commit(GroupKey),
+}
+
+/// The group role of a request, if it has one.
+pub(super) fn group_role(request: &Request) -> Option<GroupRole> {
+    match request {
+        Request::Command(CommandRequest { code: op, body, .. }) => {
+            let key = GroupKey(body.clone());
+            match *op {
+                code::JOIN_CONSUMER_GROUP => Some(GroupRole::Join(key)),
+                code::LEAVE_CONSUMER_GROUP => Some(GroupRole::Leave(key)),
+                code::SYNC_CONSUMER_GROUP => Some(GroupRole::AsMember(key)),
+                _ => None,
+            }
+        }
+        Request::Poll(poll) if poll.consumer.kind == ConsumerKind::ConsumerGroup => {
+            Some(GroupRole::AsMember(GroupKey::of(&ConsumerGroupRef {
+                stream: poll.stream.clone(),
+                topic: poll.topic.clone(),
+                group: poll.consumer.id.clone(),
+            })))
+        }
+        Request::StoreOffset(store) if store.consumer.kind == ConsumerKind::ConsumerGroup => {
+            Some(GroupRole::Commit(GroupKey::of(&ConsumerGroupRef {
+                stream: store.stream.clone(),
+                topic: store.topic.clone(),
+                group: store.consumer.id.clone(),
+            })))
+        }
+        Request::Poll(_) | Request::Send(_) | Request::StoreOffset(_) | Request::Admin(_) => None,
+    }
+}
+
+/// The answer that completes a join or a leave: the server's own is an empty payload.
+fn done() -> Reply {
+    Reply::Payload(ReplyPayload(Bytes::new()))
+}
+
+impl Router {
+    /// The member id a request's header carries instead of its link's, if any.
+    pub(super) fn speaks_for(&self, request: &Request) -> Option<u128> {
+        match group_role(request)? {
+            GroupRole::AsMember(key) => self.memberships.get(&key).map(|m| m.member),
+            GroupRole::Join(_) | GroupRole::Leave(_) | GroupRole::Commit(_) => None,
+        }
+    }
+
+    /// Whether `request` is a `SYNC_CONSUMER_GROUP`.
+    pub(super) fn is_sync(&self, request: RequestId) -> bool {
+        self.requests.get(&request).is_some_and(|entry| {
+            matches!(&entry.request, Request::Command(c) if c.code == code::SYNC_CONSUMER_GROUP)
+        })
+    }
+
+    /// Whether a poll of a group we are a member of asks for auto-commit: such a poll is
+    /// written without it, and the offset it read up to is written as the group's offset
+    /// write (see `router::group_commit`), since wherever the poll is served the server
+    /// would keep the commit to that node (a backup keeps it to itself).
+    pub(super) fn group_auto_commit(&self, request: &Request) -> bool {
+        matches!(request, Request::Poll(poll) if poll.auto_commit)
+            && matches!(group_role(request), Some(GroupRole::AsMember(key)) if self.memberships.contains_key(&key))
+    }
+
+    /// Whether a sync or a group poll we sent as a member was answered as to a stranger:
+    /// no assignment, or the re-sync poll (partition `u32::MAX`, nothing read).
+    pub(super) fn answered_as_stranger(&self, role: Option<&GroupRole>, reply: &Reply) -> bool {
+        let Some(GroupRole::AsMember(key)) = role else {
+            return false;
+        };
+        if !self.memberships.contains_key(key) {
+            return false;
+        }
+        match reply {
+            Reply::Polled(polled) => polled.partition_id == u32::MAX && polled.messages.is_empty(),
+            Reply::Payload(payload) => payload.0.is_empty(),
+            Reply::Sent(_)
+            | Reply::OffsetStored
+            | Reply::Stream(_)
+            | Reply::Topic(_)
+            | Reply::PartitionsCreated => false,
+        }
+    }
+
+    /// Where a group request goes instead of the link routing offered: `None` to write it
+    /// there as usual. A join of a group we are a member of, a leave and a group offset
+    /// write go on the member link (a second identity joining would become a second
+    /// member), waiting while that link is busy (a heartbeat).
+    pub(super) fn group_detour(&mut self, request: RequestId, target: Target) -> Option<Detour> {
+        let role = group_role(&self.requests.get(&request)?.request)?;
+        match role {
+            GroupRole::Join(key) | GroupRole::Leave(key) => {
+                let member_link = self.memberships.get(&key)?.link;
+                Some(self.on_member_link(member_link, request, target))
+            }
+            GroupRole::Commit(key) => {
+                let member_link = self.memberships.get(&key).map(|m| m.link);
+                let entry = self.requests.get_mut(&request)?;
+                let Some(member_link) = member_link else {
+                    // Not (or no longer) a member: written as it is, for the server to fence.
+                    entry.group_commit = None;
+                    return None;
+                };
+                let commit = entry.group_commit.get_or_insert(GroupCommit::new(target));
+                if let CommitStep::PollOn(node) = commit.step {
+                    if target == Target::Node(node) {
+                        // Where `group_commit` queued it: on a data link to that node.
+                        return None;
+                    }
+                    // Handed back to routing meanwhile (no link to that node), which sent
+                    // it on: the steps start again.
+                    *commit = GroupCommit::new(target);
+                }
+                Some(self.on_member_link(member_link, request, target))
+            }
+            GroupRole::AsMember(_) => None,
+        }
+    }
+
+    /// To `member_link` if it is idle, else waiting for it.
+    fn on_member_link(
+        &mut self,
+        member_link: LinkId,
+        request: RequestId,
+        target: Target,
+    ) -> Detour {
+        if self.links.get(&member_link).is_some_and(Link::is_idle) {
+            Detour::Link(member_link)
+        } else {
+            self.member_waiting.push((request, target));
+            Detour::Waiting
+        }
+    }
+
+    /// Writes the requests that waited for their member link, where it is idle now. One
+    /// whose membership ended meanwhile goes on as routing placed it (a leave is answered as
+    /// done: the membership ended with its link).
+    pub(super) fn serve_member_waiting(&mut self, now: Instant) {
+        let waiting = std::mem::take(&mut self.member_waiting);
+        for (request, target) in waiting {
+            let role = self
+                .requests
+                .get(&request)
+                .and_then(|e| group_role(&e.request));
+            let key = match &role {
+                Some(GroupRole::Join(key) | GroupRole::Leave(key) | GroupRole::Commit(key)) => key,
+                Some(GroupRole::AsMember(_)) | None => {
+                    // Over (its deadline), or never a member link's: released as not sent.
+                    self.unsent.push((request, target));
+                    continue;
+                }
+            };
+            match self.memberships.get(key).map(|m| m.link) {
+                None if matches!(role, Some(GroupRole::Leave(_))) => {
+                    self.answer_leave(now, request, target);
+                }
+                None => {
+                    // Routing places it again; written then as any request.
+                    if let Some(entry) = self.requests.get_mut(&request) {
+                        entry.group_commit = None;
+                    }
+                    self.unsent.push((request, target));
+                }
+                Some(link) if self.links.get(&link).is_some_and(Link::is_idle) => {
+                    self.write_request(now, link, request, target);
+                }
+                Some(_) => self.member_waiting.push((request, target)),
+            }
+        }
+    }
+
+    pub(super) fn answer_leave(&mut self, now: Instant, request: RequestId, target: Target) {
+        if let Some(entry) = self.requests.get_mut(&request) {
+            entry.reply = Some(done());
+        }
+        self.routing
+            .handle_result(now, request, target, Attempt::Done(Served::Plain));
+    }
+
+    /// A join or a leave was answered on `link` with `attempt`. Returns the attempt to
+    /// report instead, if any:
+    /// - a join admitted on a data link makes it the group's member link; a join of a
+    ///   group we are in, refused by the member link's node (the leadership moved away),
+    ///   leaves the membership as it is, done; refused otherwise (the group is gone), the
+    ///   membership is over;
+    /// - a leave on the member link is done, whatever the answer: not admitted there, it is
+    ///   made by closing the link, which ends the membership.
+    pub(super) fn group_answered(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        (request, role): (RequestId, Option<GroupRole>),
+        attempt: &Attempt,
+    ) -> Option<Attempt> {
+        let on_member_link = |router: &Self, key: &GroupKey| {
+            router.memberships.get(key).is_some_and(|m| m.link == link)
+        };
+        match role? {
+            GroupRole::Join(key) if on_member_link(self, &key) => match attempt {
+                Attempt::Done(_) | Attempt::Refused | Attempt::RefusedNaming(_) => {
+                    self.set_reply(request, done());
+                    Some(Attempt::Done(Served::Plain))
+                }
+                Attempt::Failed(_) => {
+                    self.drop_membership(&key);
+                    None
+                }
+                Attempt::NotSent | Attempt::Unknown | Attempt::NotYet(_) => None,
+            },
+            GroupRole::Join(key) if matches!(attempt, Attempt::Done(_)) => {
+                let member = self.links.get_mut(&link)?;
+                if member.role != LinkRole::Data {
+                    // A caller's raw join on the session: its own business.
+                    return None;
+                }
+                member.member_of = Some(key.clone());
+                let membership = Membership {
+                    link,
+                    member: member.client_id,
+                };
+                info!(%link, node = %member.node, "joined a consumer group; the link is its member link");
+                self.memberships.insert(key, membership);
+                None
+            }
+            GroupRole::Leave(key) if on_member_link(self, &key) => {
+                self.drop_membership(&key);
+                if !matches!(attempt, Attempt::Done(_)) {
+                    debug!(%link, "leave not admitted on the member link; closing it");
+                    self.close_by_choice(now, link);
+                }
+                self.set_reply(request, done());
+                Some(Attempt::Done(Served::Plain))
+            }
+            GroupRole::Join(_) | GroupRole::Leave(_) | GroupRole::AsMember(_) => None,
+            GroupRole::Commit(_) => None,
+        }
+    }
+
+    fn set_reply(&mut self, request: RequestId, reply: Reply) {
+        if let Some(entry) = self.requests.get_mut(&request) {
+            entry.reply = Some(reply);
+        }
+    }
+
+    /// Forgets a membership; its link goes back to the pool.
+    fn drop_membership(&mut self, key: &GroupKey) {
+        if let Some(membership) = self.memberships.remove(key)
+            && let Some(link) = self.links.get_mut(&membership.link)
+        {
+            link.member_of = None;
+        }
+    }
+
+    /// The answer to a join or leave whose caller's request was over (its deadline) when
+    /// it came: the server's state is made to match what the caller was told. A join it
+    /// admitted on a pool link is undone by closing that link (the membership ends with
+    /// it); a leave ends the membership, by closing the member link if it was refused.
+    pub(super) fn late_group_answer(&mut self, now: Instant, link: LinkId, admitted: bool) {
+        let Some((_, _, role)) = self
+            .links
+            .get_mut(&link)
+            .and_then(|l| l.membership_write.take())
+        else {
+            return;
+        };
+        let member_of = self.links.get(&link).and_then(|l| l.member_of.clone());
+        match role {
+            GroupRole::Join(key) if admitted && member_of.as_ref() != Some(&key) => {
+                debug!(%link, "a join admitted after its caller gave up; closing its link");
+                self.close_by_choice(now, link);
+            }
+            GroupRole::Leave(key) if member_of.as_ref() == Some(&key) => {
+                self.drop_membership(&key);
+                if !admitted {
+                    self.close_by_choice(now, link);
+                }
+            }
+            GroupRole::Join(_) | GroupRole::Leave(_) | GroupRole::AsMember(_) => {}
+            GroupRole::Commit(_) => {}
+        }
+    }
+
+    /// A sync we sent as a member was answered "not a member" when no join of ours can
+    /// explain it (past the settle window): the membership is over on the server (the
+    /// group, its topic or its stream was deleted, or the server ended it). Closing the
+    /// member link makes sure of it, and counts it lost.
+    pub(super) fn membership_ended(&mut self, now: Instant, key: &GroupKey) {
+        let Some(membership) = self.memberships.get(key).copied() else {
+            return;
+        };
+        info!(link = %membership.link, "the server no longer knows our membership; ending it");
+        self.close_by_choice(now, membership.link);
+    }
+
+    /// `link` is gone: the membership it held ended with it. A leave written on it, or
+    /// waiting for it, is done by that (answered here), not a lost membership.
+    pub(super) fn memberships_gone(&mut self, now: Instant, link: &Link) -> bool {
+        let Some(key) = &link.member_of else {
+            return false;
+        };
+        if self.memberships.get(key).is_some_and(|m| m.link == link.id) {
+            self.memberships.remove(key);
+        }
+        let in_flight_leave = match &link.membership_write {
+            Some((request, target, GroupRole::Leave(left))) if left == key => {
+                Some((*request, *target))
+            }
+            Some(_) | None => None,
+        };
+        let waiting_leave = self.member_waiting.iter().any(|(request, _)| {
+            self.requests
+                .get(request)
+                .is_some_and(|e| group_role(&e.request) == Some(GroupRole::Leave(key.clone())))
+        });
+        if let Some((request, target)) = in_flight_leave {
+            self.answer_leave(now, request, target);
+        } else if !waiting_leave {
+            self.stats.memberships_lost += 1;
+            info!(link = %link.id, node = %link.node, "member link lost: its consumer-group membership ended");
+        }
+        in_flight_leave.is_some()
+    }
+}
+
+/// Where [`Router::group_detour`] sent a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Detour {
+    /// To be written on this link instead.
+    Link(LinkId),
+    /// Queued until its link is idle.
+    Waiting,
+}
