@@ -76,6 +76,7 @@
 
 mod client;
 mod connection;
+pub mod consumer;
 mod io_loop;
 mod parking;
 mod probe;
@@ -90,7 +91,9 @@ mod tests;
 mod tls;
 
 pub use client::Client;
+pub use consumer::{ConsumerBuilder, TopicConsumer};
 pub use iggy_route_core::client::ClientError;
+pub use iggy_route_core::client::consumer::{AutoCommit, ConsumerStats, ReceivedMessage};
 pub use iggy_route_core::partitioning::Partitioning;
 pub use iggy_route_core::wire::{
     Consumer, ConsumerKind, Identifier, Message, PollMessagesReply, PolledMessage, PollingStrategy,

@@ -63,6 +63,7 @@
 
 mod client;
 mod connection;
+pub mod consumer;
 mod driver;
 mod probe;
 pub mod producer;
@@ -72,7 +73,9 @@ mod tls_peers;
 mod waiting;
 
 pub use client::Client;
+pub use consumer::{ConsumerBuilder, TopicConsumer};
 pub use iggy_route_core::client::ClientError;
+pub use iggy_route_core::client::consumer::{AutoCommit, ConsumerStats, ReceivedMessage};
 pub use iggy_route_core::partitioning::Partitioning;
 pub use iggy_route_core::wire::{
     Consumer, ConsumerKind, Identifier, Message, PollMessagesReply, PolledMessage, PollingStrategy,

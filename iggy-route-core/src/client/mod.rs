@@ -14,6 +14,7 @@ mod calls_groups;
 mod calls_session;
 mod calls_system;
 mod calls_users;
+pub mod consumer;
 mod error;
 mod operations;
 pub mod producer;
