@@ -314,7 +314,9 @@ async fn identity_day(nodes: &[String], stream: &str) {
                 .await;
             match answer.result() {
                 0 => primary[partition as usize] = Some(node),
-                58 => {}
+                // A backup refuses it, or checks it first against its own copy, which may
+                // not hold the message yet (`InvalidOffset`, 4100): not the primary either.
+                58 | 4100 => {}
                 other => panic!("plain offset write of {partition} on node {node}: {other}"),
             }
         }
@@ -385,20 +387,25 @@ async fn identity_day(nodes: &[String], stream: &str) {
         }
     }
 
-    // The member's own connection writes the partitions its node leads, no others.
+    // The member's own connection writes the partitions its node leads, no others: 58, or
+    // `InvalidOffset` (4100) while the leader's copy of the partition lags (the server checks
+    // the offset against the node's own copy before it checks for the primary).
     for partition in 0..PARTITIONS {
-        let expected = if primary[partition as usize] == leader {
-            0
-        } else {
-            58
-        };
         let write = member
             .write(
                 Operation::StoreConsumerOffset,
                 store(stream, ConsumerKind::ConsumerGroup, partition, 0),
             )
             .await;
-        assert_eq!(write.result(), expected, "member's write of {partition}");
+        if primary[partition as usize] == leader {
+            assert_eq!(write.result(), 0, "member's write of {partition}");
+        } else {
+            assert!(
+                matches!(write.result(), 58 | 4100),
+                "member's write of {partition}: {}",
+                write.result()
+            );
+        }
     }
 
     // An auto-commit group poll moves the group's offset only where the partition's primary

@@ -132,17 +132,14 @@ async fn offset_writes_go_to_the_primary_and_follow_it_when_it_moves() {
     assert_eq!(cluster.stats(2).requests(code::STORE_CONSUMER_OFFSET), 1);
 
     assert!(cluster.set_primary(STREAM, TOPIC, 1, 0));
-    let refusals = cluster.total_refusals();
     client
         .store_offset(consumer(9), STREAM, TOPIC, 1, 5)
         .await
         .unwrap();
     assert_eq!(cluster.consumer_offset(STREAM, TOPIC, 1, 9), Some(5));
-    assert_eq!(
-        cluster.total_refusals(),
-        refusals + 1,
-        "refused once by the old primary"
-    );
+    // The old primary was asked once more and did not admit it (refused, or found the
+    // offset past its own copy, which the model lets lag once it is a backup).
+    assert_eq!(cluster.stats(2).requests(code::STORE_CONSUMER_OFFSET), 2);
     assert_eq!(
         cluster.stats(0).requests(code::STORE_CONSUMER_OFFSET),
         1,
