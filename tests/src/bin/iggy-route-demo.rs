@@ -51,7 +51,9 @@ struct Args {
     ctl: Option<String>,
     /// With `--cluster` and `--ctl`: run on a new stream whose six partitions have their
     /// primaries on this many nodes (1 to 3), spread by killing and restarting nodes as
-    /// ordinary failovers do (2 nodes: about 35 s; 3 nodes: about 2 minutes).
+    /// ordinary failovers do (2 nodes: about 35 s; 3 nodes: about 2 minutes). With
+    /// `--scenarios crash`, every client gets a stream spread afresh (a crash moves the
+    /// stopped node's partitions for good), so each crash meets the same layout.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=3))]
     primary_nodes: Option<u8>,
     /// Clients to run, comma-separated.
@@ -114,6 +116,13 @@ struct Args {
     /// for `batch100`, 500 for `single-message`.
     #[arg(long, value_name = "MESSAGES")]
     producer_window: Option<usize>,
+    /// Offer this many messages per second, all producers together, evenly paced, instead
+    /// of sending as fast as answers come: shows whether a client keeps a rate through
+    /// moves and crashes (its lowest second against its median), where an unpaced run
+    /// shows what this machine can carry, noise included. A send's latency counts from its
+    /// place in the schedule, so a stall also counts in the sends queued behind it.
+    #[arg(long, value_name = "MSG_PER_S", value_parser = clap::value_parser!(u64).range(1..))]
+    rate: Option<u64>,
 }
 
 /// How long a real cluster's restarted node takes to rejoin (see
@@ -150,6 +159,7 @@ fn main() -> ExitCode {
         outage: None,
         follow_refusal_view: !args.ignore_refusal_view,
         tls: args.tls,
+        rate: args.rate,
     };
     if args.crash_node >= NODES && args.cluster.is_none() {
         eprintln!("--crash-node must be a node of the {NODES}-node embedded cluster");
@@ -189,7 +199,7 @@ fn main() -> ExitCode {
         println!("{warning}");
     }
     let slow_commit_ms = args.cluster.is_none().then_some(args.slow_commit_ms);
-    let json = report::json(&rows, slow_commit_ms, args.tls);
+    let json = report::json(&rows, slow_commit_ms, args.tls, args.rate);
     write_results(&args.out, &json, &rows);
     if args.json {
         println!("{json}");
@@ -241,6 +251,14 @@ fn report_ctl(result: Result<(), String>) {
     }
 }
 
+/// `offered 500,000 msg/s, paced` or `unpaced (as fast as answered)`.
+fn describe_rate(rate: Option<u64>) -> String {
+    rate.map_or_else(
+        || "unpaced (each producer as fast as it is answered)".to_owned(),
+        |rate| format!("{rate} msg/s offered, paced"),
+    )
+}
+
 /// `batch100 (100 messages per send), single-message (1 message per send)`.
 fn describe_loads(loads: &[LoadKind]) -> String {
     let described: Vec<String> = loads
@@ -259,7 +277,7 @@ fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
         "iggy-route demo: {NODES}-node loopback cluster, topic of {PARTITIONS} partitions, \
          loads {}, {} producers, messages of {} B, {:.1} s per run ({:.1} s with faults: a \
          move every {} ms; node {} crashing, its partitions moving {} ms later), fresh cluster \
-         per run, slow commit {} ms; producer window {} messages; SDK with nodelay={}; {}",
+         per run, slow commit {} ms; producer window {} messages; {}; SDK with nodelay={}; {}",
         describe_loads(&args.loads),
         load.producers,
         load.payload_bytes,
@@ -273,6 +291,7 @@ fn run_embedded(runtimes: &Runtimes, args: &Args, load: &Load) -> Vec<Row> {
             || "1,000 (batch100) / 500 (single-message)".to_owned(),
             |w| w.to_string()
         ),
+        describe_rate(load.rate),
         load.sdk_nodelay,
         if load.tls {
             "every client over TLS (rustls, ring)"
@@ -343,41 +362,55 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
         args.password.clone(),
         args.ctl.clone(),
     );
-    let stream = match args.primary_nodes {
-        None => args.stream.clone(),
-        Some(_) if !real.has_ctl() => {
-            eprintln!("--primary-nodes needs --ctl");
-            return Vec::new();
-        }
-        Some(nodes) => {
-            let stream = unique_name(&format!("{}-{nodes}n", args.stream));
-            println!("spreading the primaries of {stream}/{TOPIC_NAME} over {nodes} node(s)...");
-            // Its coordinator is the last node, which the spreading never restarts.
-            let admin = real.client(Adapter::Tokio, seeds.len().saturating_sub(1));
-            real.spread_primaries(&admin, &stream, TOPIC_NAME, usize::from(nodes));
-            admin.shutdown();
-            stream
-        }
-    };
-    println!(
-        "iggy-route demo against {cluster}, stream {stream}: loads {}, {} producers, \
-         messages of {} B, {:.1} s per run, on the cluster's current primaries",
-        describe_loads(&args.loads),
-        load.producers,
-        load.payload_bytes,
-        load.duration.as_secs_f64()
-    );
     let crash = args.scenarios.contains(&Scenario::Crash);
     if crash && !real.has_ctl() {
         eprintln!("--scenarios crash with --cluster needs --ctl");
         return Vec::new();
     }
+    if args.primary_nodes.is_some() && !real.has_ctl() {
+        eprintln!("--primary-nodes needs --ctl");
+        return Vec::new();
+    }
+    // A new stream with its primaries spread over `nodes` nodes. Its coordinator is the
+    // last node, which the spreading never restarts.
+    let spread = |nodes: u8| {
+        let stream = unique_name(&format!("{}-{nodes}n", args.stream));
+        println!("spreading the primaries of {stream}/{TOPIC_NAME} over {nodes} node(s)...");
+        let admin = real.client(Adapter::Tokio, seeds.len().saturating_sub(1));
+        real.spread_primaries(&admin, &stream, TOPIC_NAME, usize::from(nodes));
+        admin.shutdown();
+        stream
+    };
+    // A crash moves the stopped node's partitions for good, so with `--primary-nodes` every
+    // client's crash starts from a stream spread afresh: each meets the same layout.
+    let respread = crash && args.primary_nodes.is_some();
+    let mut stream = match args.primary_nodes {
+        Some(nodes) if !respread => spread(nodes),
+        Some(_) | None => args.stream.clone(),
+    };
+    let layout = if respread {
+        "each client's run on a stream of its own, spread afresh".to_owned()
+    } else {
+        format!("stream {stream}, on the cluster's current primaries")
+    };
+    println!(
+        "iggy-route demo against {cluster}, {layout}: loads {}, {} producers, {}, \
+         messages of {} B, {:.1} s per run",
+        describe_loads(&args.loads),
+        load.producers,
+        describe_rate(load.rate),
+        load.payload_bytes,
+        load.duration.as_secs_f64()
+    );
     let mut rows = Vec::new();
     for &kind in &args.loads {
         let load = Load { kind, ..*load };
         for &client in &args.clients {
             let config = Config::new(seeds.clone(), credentials.clone());
             let refusals_before = real.refusals();
+            if let (true, Some(nodes)) = (respread, args.primary_nodes) {
+                stream = spread(nodes);
+            }
             let run = if crash {
                 let primaries = match runner::probe_primaries(runtimes, &config, &stream) {
                     Ok(primaries) => primaries,

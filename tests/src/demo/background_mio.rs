@@ -2,7 +2,10 @@
 //! thread, on one shared `Client`. `send` returns once the messages are buffered; the
 //! thread keeps each call's `Delivery` and counts the call when it is acknowledged, so the
 //! latency of a call is from `send` to its acknowledgement, observed in call order (an
-//! upper bound when a later call's partition answered first).
+//! upper bound when a later call's partition answered first). Looking at every held call
+//! each millisecond instead, as the tokio loop in effect does, cut this loop's
+//! single-message rate from about 505,000 to 290,000-375,000 msg/s (measured: each look
+//! checks up to 500 calls' channels), so it stays in order.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -39,9 +42,10 @@ pub fn produce(
     let tallies = std::thread::scope(|scope| {
         let threads: Vec<_> = producers
             .into_iter()
-            .map(|producer| {
+            .enumerate()
+            .map(|(index, producer)| {
                 let payload = payload.clone();
-                scope.spawn(move || run(&producer, load, &payload, &clock, progress))
+                scope.spawn(move || run(index, &producer, load, &payload, &clock, progress))
             })
             .collect();
         threads
@@ -59,6 +63,7 @@ pub fn produce(
 }
 
 fn run(
+    index: usize,
     producer: &Producer<Background>,
     load: &Load,
     payload: &bytes::Bytes,
@@ -67,7 +72,11 @@ fn run(
 ) -> ProducerTally {
     let mut tally = ProducerTally::default();
     let mut window: VecDeque<(Instant, u64, Delivery)> = VecDeque::new();
-    while Instant::now() < clock.deadline {
+    for send in 0u64.. {
+        let due = clock.due(index, send);
+        if !clock.may_start(due) {
+            break;
+        }
         let messages: Vec<Message> = (0..load.messages_per_send())
             .map(|_| Message {
                 payload: payload.clone(),
@@ -75,7 +84,7 @@ fn run(
             })
             .collect();
         let count = messages.len() as u64;
-        let started = Instant::now();
+        let started = RunClock::block_until_due(due);
         match producer.send(messages) {
             Ok(delivery) => window.push_back((started, count, delivery)),
             Err(error) => {

@@ -1,17 +1,20 @@
 //! The load through iggy-route's background producer on tokio: one `Producer` per producer
 //! task, on one shared `Client`. `send` returns once the messages are buffered; each call's
-//! `Delivery` goes to the task's collector, which counts the call when it is acknowledged,
-//! in call order (as `background_mio` does), so the latency of a call is from `send` to its
-//! acknowledgement. The collector's queue holds `--producer-window` messages' worth of
-//! calls: past it, `send` waits, as an application that bounds what it holds does.
+//! `Delivery` goes to the task's collector, which waits for all of them at once and counts
+//! each call the moment it is acknowledged, so the latency of a call is from `send` to its
+//! own acknowledgement. A producer keeps at most `--producer-window` messages' worth of
+//! calls unacknowledged: past it, it waits for one, as an application that bounds what it
+//! holds does.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use iggy_route_tokio::producer::{Background, Delivery};
 use iggy_route_tokio::{BackgroundConfig, Client, Identifier, Message, Partitioning, Producer};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use super::Load;
 use super::load::{Acked, Measurement, ProducerTally, Progress, RunClock, payload};
@@ -41,9 +44,10 @@ pub async fn produce(
     let payload = payload(load);
     let tasks: Vec<_> = producers
         .into_iter()
-        .map(|producer| {
+        .enumerate()
+        .map(|(index, producer)| {
             let (payload, progress, load) = (payload.clone(), Arc::clone(&progress), *load);
-            tokio::spawn(async move { run(producer, load, payload, clock, progress).await })
+            tokio::spawn(async move { run(index, producer, load, payload, clock, progress).await })
         })
         .collect();
     let mut tallies = Vec::with_capacity(tasks.len());
@@ -57,7 +61,20 @@ pub async fn produce(
     Ok(Measurement::merge(&clock, tallies))
 }
 
+/// One call handed from the producer's loop to its collector.
+struct Pending {
+    started: Instant,
+    messages: u64,
+    delivery: Delivery,
+    /// The call's place in the window: given back when its outcome is known.
+    slot: OwnedSemaphorePermit,
+}
+
+/// A call's outcome and the instant it was known (`None`: cut off at the drain limit).
+type Settled = (Instant, u64, Option<Result<Acked, String>>, Instant);
+
 async fn run(
+    index: usize,
     producer: Producer<Background>,
     load: Load,
     payload: Bytes,
@@ -65,28 +82,20 @@ async fn run(
     progress: Arc<Progress>,
 ) -> ProducerTally {
     let calls = (load.producer_window() / load.messages_per_send()).max(1);
-    let (pending, mut acknowledged) = mpsc::channel::<(Instant, u64, Delivery)>(calls);
-    let collector = {
-        let progress = Arc::clone(&progress);
-        tokio::spawn(async move {
-            let mut tally = ProducerTally::default();
-            let cut_off = tokio::time::Instant::from_std(clock.cut_off);
-            while let Some((started, count, delivery)) = acknowledged.recv().await {
-                match tokio::time::timeout_at(cut_off, delivery).await {
-                    Ok(outcome) => {
-                        let outcome = outcome
-                            .map(|receipt| acked(count, &receipt))
-                            .map_err(|f| f.error.to_string());
-                        tally.record(&clock, started, outcome, &progress);
-                    }
-                    Err(_elapsed) => tally.record_cut_off(&clock),
-                }
-            }
-            tally
-        })
-    };
+    let window = Arc::new(Semaphore::new(calls));
+    let (pending, handed) = mpsc::unbounded_channel::<Pending>();
+    let collector = tokio::spawn(collect(handed, clock, Arc::clone(&progress)));
     let mut failed = None;
-    while Instant::now() < clock.deadline {
+    for send in 0u64.. {
+        let due = clock.due(index, send);
+        if !clock.may_start(due) {
+            break;
+        }
+        // An application bounds what it holds, and so what each acknowledgement waits
+        // behind: past the window it waits for any one of its calls to be acknowledged.
+        let Ok(slot) = Arc::clone(&window).acquire_owned().await else {
+            break;
+        };
         let messages: Vec<Message> = (0..load.messages_per_send())
             .map(|_| Message {
                 payload: payload.clone(),
@@ -94,10 +103,16 @@ async fn run(
             })
             .collect();
         let count = messages.len() as u64;
-        let started = Instant::now();
+        let started = RunClock::wait_until_due(due).await;
         match producer.send(messages).await {
             Ok(delivery) => {
-                if pending.send((started, count, delivery)).await.is_err() {
+                let call = Pending {
+                    started,
+                    messages: count,
+                    delivery,
+                    slot,
+                };
+                if pending.send(call).is_err() {
                     break;
                 }
             }
@@ -118,6 +133,62 @@ async fn run(
     }
     let _ = producer.shutdown().await;
     tally
+}
+
+/// Counts each call at the instant its outcome is known, whatever the order: calls to a
+/// slow partition do not hold back the count of later calls to a fast one.
+async fn collect(
+    mut handed: mpsc::UnboundedReceiver<Pending>,
+    clock: RunClock,
+    progress: Arc<Progress>,
+) -> ProducerTally {
+    let cut_off = tokio::time::Instant::from_std(clock.cut_off);
+    let mut tally = ProducerTally::default();
+    let mut waiting = FuturesUnordered::new();
+    let mut open = true;
+    while open || !waiting.is_empty() {
+        tokio::select! {
+            biased;
+            Some((started, messages, outcome, known)) = waiting.next(), if !waiting.is_empty() => {
+                let settled: Settled = (started, messages, outcome, known);
+                record(&mut tally, &clock, settled, &progress);
+            }
+            call = handed.recv(), if open => match call {
+                Some(call) => waiting.push(settle(call, cut_off)),
+                None => open = false,
+            },
+        }
+    }
+    tally
+}
+
+/// Waits for one call's outcome until `cut_off`, and gives its window slot back.
+async fn settle(call: Pending, cut_off: tokio::time::Instant) -> Settled {
+    let Pending {
+        started,
+        messages,
+        delivery,
+        slot,
+    } = call;
+    let outcome = tokio::time::timeout_at(cut_off, delivery)
+        .await
+        .ok()
+        .map(|outcome| {
+            outcome
+                .map(|receipt| acked(messages, &receipt))
+                .map_err(|failure| failure.error.to_string())
+        });
+    drop(slot);
+    (started, messages, outcome, Instant::now())
+}
+
+fn record(tally: &mut ProducerTally, clock: &RunClock, settled: Settled, progress: &Progress) {
+    match settled {
+        (started, _, Some(outcome), known) => {
+            tally.record_at(clock, started, known, outcome, progress)
+        }
+        (_, _, None, _) => tally.record_cut_off(clock),
+    }
 }
 
 /// A call's acknowledgement as the tally counts it.

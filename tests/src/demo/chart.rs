@@ -93,7 +93,7 @@ where
         .y_label_formatter(&|rate| format!("{:.0}k", rate / 1_000.0))
         .draw()?;
     // The faults, as vertical lines under the curves.
-    if let Some(recovery) = rows.iter().find_map(|row| row.recovery.as_ref()) {
+    if let Some(recovery) = rows.iter().find_map(|row| row.shown_recovery()) {
         for timed in &recovery.faults {
             let at = timed.at.as_secs_f64();
             let colour = match timed.fault {

@@ -83,6 +83,11 @@ pub struct RunClock {
     pub cut_off: Instant,
     /// The node outage planned in this run, if any.
     pub outage: Option<OutageWindow>,
+    /// A paced load's time between two sends of one producer (`None`: each producer
+    /// sends as fast as it is answered).
+    pace: Option<Duration>,
+    /// Producers in the run (a paced load staggers their sends over one pace).
+    producers: u32,
 }
 
 impl RunClock {
@@ -95,6 +100,53 @@ impl RunClock {
             deadline: started + load.duration,
             cut_off: started + load.duration + load.drain_grace,
             outage: load.outage,
+            pace: load.pace(),
+            producers: u32::try_from(load.producers.max(1)).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// When send `send` of producer `producer` is due on a paced load: at its place in the
+    /// schedule, the producers' sends interleaved evenly (`None`: unpaced, due once the
+    /// previous one is answered).
+    pub fn due(&self, producer: usize, send: u64) -> Option<Instant> {
+        let pace = self.pace?;
+        let slot = u32::try_from(producer).unwrap_or(u32::MAX) % self.producers;
+        let send = u32::try_from(send).unwrap_or(u32::MAX);
+        Some(self.started + pace * send + pace * slot / self.producers)
+    }
+
+    /// Whether a send due at `due` may still start: it is due before the deadline and the
+    /// deadline has not passed (a producer that fell behind does not go on sending after
+    /// it; the sends it did not make show as a rate below the one offered).
+    pub fn may_start(&self, due: Option<Instant>) -> bool {
+        let now = Instant::now();
+        due.unwrap_or(now) < self.deadline && now < self.deadline
+    }
+
+    /// Waits for a send due at `due` and returns the instant its latency counts from: when
+    /// it went, or, if the producer was behind (a slow answer held it past `due`), `due`
+    /// itself, so that the wait a slow answer caused the sends behind it is counted (no
+    /// coordinated omission). A timer that wakes late is not the client's wait.
+    pub async fn wait_until_due(due: Option<Instant>) -> Instant {
+        match due {
+            Some(due) if due > Instant::now() => {
+                tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+                Instant::now()
+            }
+            Some(due) => due,
+            None => Instant::now(),
+        }
+    }
+
+    /// [`RunClock::wait_until_due`] on a blocking thread.
+    pub fn block_until_due(due: Option<Instant>) -> Instant {
+        match due {
+            Some(due) if due > Instant::now() => {
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                Instant::now()
+            }
+            Some(due) => due,
+            None => Instant::now(),
         }
     }
 
@@ -164,7 +216,19 @@ impl ProducerTally {
         outcome: Result<Acked, String>,
         progress: &Progress,
     ) {
-        let finished = Instant::now();
+        self.record_at(clock, started, Instant::now(), outcome, progress);
+    }
+
+    /// Records one send call that started at `started` and whose outcome was known at
+    /// `finished`.
+    pub fn record_at(
+        &mut self,
+        clock: &RunClock,
+        started: Instant,
+        finished: Instant,
+        outcome: Result<Acked, String>,
+        progress: &Progress,
+    ) {
         let micros =
             u64::try_from(finished.duration_since(started).as_micros()).unwrap_or(u64::MAX);
         self.latency_micros.saturating_record(micros.max(1));
@@ -172,7 +236,7 @@ impl ProducerTally {
         if finished > clock.deadline {
             self.late_sends += 1;
         }
-        self.finished = Some(finished);
+        self.finished = Some(self.finished.map_or(finished, |last| last.max(finished)));
         match outcome {
             Ok(Acked {
                 messages,
@@ -363,4 +427,71 @@ fn paint(label: &str, duration: Duration, progress: &Progress, stop: &AtomicBool
     }
     let _ = write!(stderr, "\r\x1b[K");
     let _ = stderr.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::demo::LoadKind;
+
+    fn load(rate: Option<u64>) -> Load {
+        Load {
+            kind: LoadKind::Batch100,
+            producers: 12,
+            payload_bytes: 100,
+            duration: Duration::from_secs(1),
+            drain_grace: Duration::from_secs(30),
+            sdk_nodelay: true,
+            producer_window: None,
+            epoch: None,
+            outage: None,
+            follow_refusal_view: true,
+            tls: false,
+            rate,
+        }
+    }
+
+    #[test]
+    fn a_paced_load_interleaves_the_producers_sends_evenly() {
+        // 600,000 msg/s of 100-message sends by 12 producers: 500 sends/s each, 2 ms apart,
+        // producer p offset by p/12 of that.
+        let load = load(Some(600_000));
+        assert_eq!(load.pace(), Some(Duration::from_millis(2)));
+        let clock = RunClock::start(&load);
+        let offset = |producer, send| {
+            clock
+                .due(producer, send)
+                .map(|due| due.duration_since(clock.started))
+        };
+        assert_eq!(offset(0, 0), Some(Duration::ZERO));
+        assert_eq!(offset(0, 5), Some(Duration::from_millis(10)));
+        assert_eq!(offset(3, 5), Some(Duration::from_micros(10_500)));
+        assert_eq!(
+            offset(11, 0),
+            Some(Duration::from_nanos(2_000_000 * 11 / 12))
+        );
+        // The last send due before the 1 s deadline is number 499; number 500 is not made.
+        assert!(clock.may_start(clock.due(0, 499)));
+        assert!(!clock.may_start(clock.due(0, 500)));
+    }
+
+    #[test]
+    fn an_unpaced_load_has_no_schedule() {
+        let load = load(None);
+        assert_eq!(load.pace(), None);
+        let clock = RunClock::start(&load);
+        assert_eq!(clock.due(0, 1_000), None);
+        assert!(clock.may_start(None), "before the deadline");
+    }
+
+    #[test]
+    fn a_send_made_late_counts_from_its_place_in_the_schedule() {
+        let past = Instant::now() - Duration::from_millis(50);
+        assert_eq!(RunClock::block_until_due(Some(past)), past);
+        let future = Instant::now() + Duration::from_millis(20);
+        let started = RunClock::block_until_due(Some(future));
+        assert!(started >= future, "waited for its place");
+        let before = Instant::now();
+        assert!(RunClock::block_until_due(None) >= before, "unpaced: now");
+    }
 }

@@ -12,6 +12,7 @@ pub mod background_mio;
 pub mod background_tokio;
 pub mod chart;
 pub mod failover;
+pub mod hiccup;
 pub mod load;
 pub mod producer;
 pub mod report;
@@ -19,6 +20,7 @@ pub mod route_mio;
 pub mod route_tokio;
 pub mod runner;
 pub mod sdk;
+pub mod steal;
 pub mod timeline;
 pub mod topology;
 
@@ -208,12 +210,26 @@ pub struct Load {
     /// connection string, the SDK through its own) connects with TLS, trusting the
     /// cluster's CA: the demo's `--tls`, to show what TLS costs per send.
     pub tls: bool,
+    /// Messages per second offered by all producers together, evenly paced (`None`: each
+    /// producer sends as fast as it is answered, or as its window lets it). A paced load
+    /// shows whether a client keeps a rate through faults; an unpaced one, what it can
+    /// carry at most on this machine.
+    pub rate: Option<u64>,
 }
 
 impl Load {
     /// Messages per send call.
     pub fn messages_per_send(&self) -> usize {
         self.kind.messages_per_send()
+    }
+
+    /// A paced load's time between two sends of one producer.
+    pub fn pace(&self) -> Option<Duration> {
+        let rate = self.rate.filter(|&rate| rate > 0)?;
+        let per_producer = self.producers.max(1) as u64 * self.messages_per_send() as u64;
+        Some(Duration::from_nanos(
+            per_producer.saturating_mul(1_000_000_000) / rate,
+        ))
     }
 
     /// Messages a background producer keeps unacknowledged.

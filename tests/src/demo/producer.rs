@@ -56,10 +56,11 @@ pub async fn produce_async<P: AsyncSendPath>(
     clock.start_reached().await;
     let producers: Vec<_> = paths
         .into_iter()
-        .map(|mut path| {
+        .enumerate()
+        .map(|(producer, mut path)| {
             let progress = Arc::clone(&progress);
             tokio::spawn(async move {
-                let tally = run_async(&mut path, &clock, &progress).await;
+                let tally = run_async(producer, &mut path, &clock, &progress).await;
                 path.finish().await;
                 tally
             })
@@ -90,7 +91,10 @@ pub fn produce_blocking<P: BlockingSendPath>(
     let tallies = std::thread::scope(|scope| {
         let producers: Vec<_> = paths
             .into_iter()
-            .map(|mut path| scope.spawn(move || run_blocking(&mut path, &clock, progress)))
+            .enumerate()
+            .map(|(producer, mut path)| {
+                scope.spawn(move || run_blocking(producer, &mut path, &clock, progress))
+            })
             .collect();
         producers
             .into_iter()
@@ -107,13 +111,15 @@ pub fn produce_blocking<P: BlockingSendPath>(
 }
 
 async fn run_async<P: AsyncSendPath>(
+    producer: usize,
     path: &mut P,
     clock: &RunClock,
     progress: &Progress,
 ) -> ProducerTally {
     let mut tally = ProducerTally::default();
     for send in 0u64.. {
-        if Instant::now() >= clock.deadline {
+        let due = clock.due(producer, send);
+        if !clock.may_start(due) {
             break;
         }
         let batch = match path.prepare(send) {
@@ -124,7 +130,7 @@ async fn run_async<P: AsyncSendPath>(
                 break;
             }
         };
-        let started = Instant::now();
+        let started = RunClock::wait_until_due(due).await;
         let cut_off = tokio::time::Instant::from_std(clock.cut_off);
         match tokio::time::timeout_at(cut_off, path.send(batch)).await {
             Ok(outcome) => tally.record(clock, started, outcome, progress),
@@ -138,13 +144,15 @@ async fn run_async<P: AsyncSendPath>(
 }
 
 fn run_blocking<P: BlockingSendPath>(
+    producer: usize,
     path: &mut P,
     clock: &RunClock,
     progress: &Progress,
 ) -> ProducerTally {
     let mut tally = ProducerTally::default();
     for send in 0u64.. {
-        if Instant::now() >= clock.deadline {
+        let due = clock.due(producer, send);
+        if !clock.may_start(due) {
             break;
         }
         let batch = match path.prepare(send) {
@@ -154,7 +162,7 @@ fn run_blocking<P: BlockingSendPath>(
                 break;
             }
         };
-        let started = Instant::now();
+        let started = RunClock::block_until_due(due);
         let outcome = path.send(batch);
         tally.record(clock, started, outcome, progress);
     }

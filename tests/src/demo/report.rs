@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::failover::Recovery;
+use super::hiccup::Hiccups;
 use super::load::Measurement;
 use super::timeline::second_spread;
 use super::{ClientKind, LoadKind, Scenario};
@@ -44,6 +45,12 @@ pub struct Row {
     pub recovery: Option<Recovery>,
     /// How long the producers were to start sends (the load's duration).
     pub planned: std::time::Duration,
+    /// The run was against a real cluster (`--cluster`), not the embedded one.
+    pub on_real_cluster: bool,
+    /// The share of the machine's CPU the hypervisor took during the run, where known.
+    pub cpu_stolen: Option<f64>,
+    /// The machine's own stalls during the run (a floor under the clients' tails).
+    pub hiccups: Option<Hiccups>,
 }
 
 impl Row {
@@ -63,34 +70,38 @@ impl Row {
     }
 
     /// p99.9 (ms) of the sends the run's outage must not stall, when it had one and the
-    /// client's latencies are per call: a background producer's are observed in call
-    /// order, so a call to a spared partition would carry the wait of an earlier call to a
-    /// stopped one.
+    /// client's latencies are per call: the mio background producer's are observed in
+    /// call order, so a call to a spared partition would carry the wait of an earlier call
+    /// to a stopped one.
     pub fn spared_p999_ms(&self) -> Option<f64> {
         let spared = &self.measurement.spared_latency_micros;
-        let per_call = !matches!(
-            self.client,
-            ClientKind::RouteTokioProducer | ClientKind::RouteMioProducer
-        );
+        let per_call = self.client != ClientKind::RouteMioProducer;
         (per_call && !spared.is_empty()).then(|| spared.value_at_quantile(0.999) as f64 / 1000.0)
     }
 
-    /// The recovery to show. A background producer's acknowledgements are observed in call
-    /// order: after a crash, one that came before it can be seen after it, which would read
-    /// as a recovery in no time, so a producer's crash recovery is not shown.
+    /// The recovery to show. The mio background producer's acknowledgements are observed
+    /// in call order: after a crash, one that came before it can be seen after it, which
+    /// would read as a recovery in no time, so its crash recovery is not shown. Every
+    /// other client counts each call when its own outcome is known.
     pub fn shown_recovery(&self) -> Option<&Recovery> {
-        let observed_in_order = matches!(
-            self.client,
-            ClientKind::RouteTokioProducer | ClientKind::RouteMioProducer
-        );
-        self.recovery
-            .as_ref()
-            .filter(|_| !(observed_in_order && self.scenario == Scenario::Crash))
+        self.recovery.as_ref().filter(|_| {
+            !(self.client == ClientKind::RouteMioProducer && self.scenario == Scenario::Crash)
+        })
     }
 
     /// True when the cluster holds exactly the acknowledged messages.
     pub fn stored_matches(&self) -> bool {
         self.stored_messages == Some(self.measurement.acked_messages)
+    }
+
+    /// The messages stored beyond the acknowledged ones, when every one of them can be
+    /// from the sends that failed (a send in flight on a cut link ends with its outcome
+    /// unknown and may or may not have been stored): nothing acknowledged is missing.
+    pub fn stored_from_failed_sends(&self) -> Option<u64> {
+        let m = &self.measurement;
+        let extra = self.stored_messages?.checked_sub(m.acked_messages)?;
+        let failed = m.failed_sends * self.load.messages_per_send() as u64;
+        (extra > 0 && extra <= failed).then_some(extra)
     }
 }
 
@@ -153,7 +164,7 @@ pub fn failover_table(rows: &[Row]) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "{:<14} {:<25} {:<8} {:>10} {:>9} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>11}",
+        "{:<14} {:<25} {:<8} {:>10} {:>9} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>12} {:>7} {:>8}",
         "load",
         "client",
         "scenario",
@@ -166,7 +177,9 @@ pub fn failover_table(rows: &[Row]) -> String {
         "rec p99",
         "rec max",
         "moves",
-        "spared p99.9"
+        "spared p99.9",
+        "stolen",
+        "hiccup"
     );
     for row in moved {
         let (low, high) = row
@@ -184,7 +197,7 @@ pub fn failover_table(rows: &[Row]) -> String {
             .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.2} ms"));
         let _ = writeln!(
             out,
-            "{:<14} {:<25} {:<8} {:>10} {:>9.2} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>11}",
+            "{:<14} {:<25} {:<8} {:>10} {:>9.2} {:>8} {:>8} {:>6} {:>9} {:>9} {:>9} {:>6} {:>12} {:>7} {:>8}",
             row.load.name(),
             row.client.name(),
             row.scenario.name(),
@@ -198,6 +211,14 @@ pub fn failover_table(rows: &[Row]) -> String {
             recovery_ms(Recovery::max_ms),
             moves(row),
             spared,
+            row.cpu_stolen.map_or_else(
+                || "-".to_owned(),
+                |stolen| format!("{:.0}%", stolen * 100.0)
+            ),
+            row.hiccups.map_or_else(
+                || "-".to_owned(),
+                |hiccups| format!("{:.2}", hiccups.p999_ms)
+            ),
         );
         if let Some(recovery) = recovery.filter(|r| r.unrecovered > 0) {
             let _ = writeln!(
@@ -210,13 +231,16 @@ pub fn failover_table(rows: &[Row]) -> String {
     out.push_str(
         "split rows: the baseline, primaries that never move. \
          low/med, high/med: the run's lowest and highest whole second over its median second. \
+         stolen: the share of the machine's CPU the hypervisor gave other guests during the \
+         run. hiccup: p99.9 ms of how late a thread asking to sleep 1 ms woke during the run \
+         (the machine's own stalls: a floor under every p99.9 of the run). \
          hit: partitions the faults hit; rec: ms from a move's first refusal (or the crash) to \
          that partition's next acknowledged send. spared p99.9: sends started while the node \
          was down to the partitions it neither led nor delays (the server's replica chain \
-         makes the commits of the node before it wait 250 ms for a prepare retransmit). The \
-         background producers' acknowledgements are observed in call order, so their latencies \
-         and recoveries are upper bounds, and their spared p99.9 and crash recovery are not \
-         shown ('-').\n",
+         makes the commits of the node before it wait 250 ms for a prepare retransmit). The tokio \
+         background producer's calls are counted when each is acknowledged; the mio one's in \
+         call order, so its latencies and recoveries are upper bounds, and its spared p99.9 \
+         and crash recovery are not shown ('-').\n",
     );
     out
 }
@@ -224,7 +248,7 @@ pub fn failover_table(rows: &[Row]) -> String {
 /// Warnings for rows whose stored count differs from the acknowledged count.
 pub fn warnings(rows: &[Row]) -> Vec<String> {
     rows.iter()
-        .filter(|row| !row.stored_matches())
+        .filter(|row| !row.stored_matches() && row.stored_from_failed_sends().is_none())
         .map(|row| {
             let stored = row
                 .stored_messages
@@ -244,7 +268,7 @@ pub fn warnings(rows: &[Row]) -> Vec<String> {
 /// embedded cluster's commit time, `null` on a real cluster (whose commit time is its own);
 /// `tls` says whether every client spoke TLS, so that figures with and without it are never
 /// compared unawares.
-pub fn json(rows: &[Row], slow_commit_ms: Option<u64>, tls: bool) -> String {
+pub fn json(rows: &[Row], slow_commit_ms: Option<u64>, tls: bool, rate: Option<u64>) -> String {
     let entries: Vec<String> = rows
         .iter()
         .map(|row| {
@@ -258,7 +282,9 @@ pub fn json(rows: &[Row], slow_commit_ms: Option<u64>, tls: bool) -> String {
                     "\"sends\":{},\"failed_sends\":{},\"late_sends\":{},",
                     "\"cut_off_sends\":{},\"wall_seconds\":{:.3},\"stored_ok\":{},",
                     "\"lowest_second_ratio\":{},\"highest_second_ratio\":{},",
-                    "\"spared_p999_ms\":{},\"recovery\":{},\"messages_per_100ms\":[{}]}}"
+                    "\"spared_p999_ms\":{},\"cpu_stolen\":{},",
+                    "\"hiccup_p999_ms\":{},\"hiccup_max_ms\":{},\"recovery\":{},",
+                    "\"messages_per_100ms\":[{}]}}"
                 ),
                 row.load.name(),
                 row.client.name(),
@@ -279,6 +305,9 @@ pub fn json(rows: &[Row], slow_commit_ms: Option<u64>, tls: bool) -> String {
                 json_number(row.second_spread().map(|(low, _)| low)),
                 json_number(row.second_spread().map(|(_, high)| high)),
                 json_number(row.spared_p999_ms()),
+                json_number(row.cpu_stolen),
+                json_number(row.hiccups.map(|h| h.p999_ms)),
+                json_number(row.hiccups.map(|h| h.max_ms)),
                 row.recovery
                     .as_ref()
                     .map_or_else(|| "null".to_owned(), json_recovery),
@@ -292,8 +321,9 @@ pub fn json(rows: &[Row], slow_commit_ms: Option<u64>, tls: bool) -> String {
         })
         .collect();
     let slow_commit_ms = slow_commit_ms.map_or_else(|| "null".to_owned(), |ms| ms.to_string());
+    let rate = rate.map_or_else(|| "null".to_owned(), |rate| rate.to_string());
     format!(
-        "{{\"slow_commit_ms\":{slow_commit_ms},\"tls\":{tls},\"results\":[{}]}}",
+        "{{\"slow_commit_ms\":{slow_commit_ms},\"tls\":{tls},\"offered_msgs_per_sec\":{rate},\"results\":[{}]}}",
         entries.join(",")
     )
 }
@@ -364,13 +394,36 @@ fn note(row: &Row) -> String {
             let _ = write!(line, " (first: {error})");
         }
     }
+    if let Some(stolen) = row.cpu_stolen {
+        let _ = write!(
+            line,
+            "; the hypervisor took {:.0}% of the CPU meanwhile",
+            stolen * 100.0
+        );
+    }
+    if let Some(hiccups) = row.hiccups {
+        let _ = write!(
+            line,
+            "; a 1 ms sleep woke up to {:.2} ms late (p99.9 {:.2} ms)",
+            hiccups.max_ms, hiccups.p999_ms
+        );
+    }
     match row.stored_messages {
         Some(stored) if row.stored_matches() => {
             let _ = write!(line, "; cluster stored exactly {stored}");
         }
-        Some(stored) => {
-            let _ = write!(line, "; cluster stored {stored} (MISMATCH)");
-        }
+        Some(stored) => match row.stored_from_failed_sends() {
+            Some(extra) => {
+                let _ = write!(
+                    line,
+                    "; cluster stored {stored}: every acknowledged one and {extra} of the \
+                     failed sends' (outcome unknown: in flight when a link was cut)"
+                );
+            }
+            None => {
+                let _ = write!(line, "; cluster stored {stored} (MISMATCH)");
+            }
+        },
         None => line.push_str("; stored count unknown"),
     }
     line
@@ -384,9 +437,10 @@ fn refusals(row: &Row) -> String {
     }
 }
 
-/// Whether the row's session moves were observed: not for the SDK on a real cluster.
+/// Whether the row's session moves were observed: not for the SDK on a real cluster
+/// (which exposes no login counter; its rows count refusals from the servers' logs).
 fn moves_known(row: &Row) -> bool {
-    !(row.client == ClientKind::Sdk && row.scenario == Scenario::External)
+    !(row.client == ClientKind::Sdk && (row.scenario == Scenario::External || row.on_real_cluster))
 }
 
 fn moves(row: &Row) -> String {
