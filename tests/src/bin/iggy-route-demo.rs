@@ -161,6 +161,14 @@ fn main() -> ExitCode {
         tls: args.tls,
         rate: args.rate,
     };
+    if args
+        .loads
+        .iter()
+        .any(|&kind| !Load { kind, ..load }.pace_is_measurable())
+    {
+        eprintln!("--rate is too high to pace: under 1 µs between two sends of one producer");
+        return ExitCode::FAILURE;
+    }
     if args.crash_node >= NODES && args.cluster.is_none() {
         eprintln!("--crash-node must be a node of the {NODES}-node embedded cluster");
         return ExitCode::FAILURE;
@@ -251,7 +259,7 @@ fn report_ctl(result: Result<(), String>) {
     }
 }
 
-/// `offered 500,000 msg/s, paced` or `unpaced (as fast as answered)`.
+/// `300000 msg/s offered, paced` or `unpaced (each producer as fast as it is answered)`.
 fn describe_rate(rate: Option<u64>) -> String {
     rate.map_or_else(
         || "unpaced (each producer as fast as it is answered)".to_owned(),
@@ -406,11 +414,11 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
     for &kind in &args.loads {
         let load = Load { kind, ..*load };
         for &client in &args.clients {
-            let config = Config::new(seeds.clone(), credentials.clone());
-            let refusals_before = real.refusals();
             if let (true, Some(nodes)) = (respread, args.primary_nodes) {
                 stream = spread(nodes);
             }
+            let config = Config::new(seeds.clone(), credentials.clone());
+            let refusals_before = real.refusals();
             let run = if crash {
                 let primaries = match runner::probe_primaries(runtimes, &config, &stream) {
                     Ok(primaries) => primaries,

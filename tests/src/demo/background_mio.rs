@@ -84,6 +84,23 @@ fn run(
             })
             .collect();
         let count = messages.len() as u64;
+        // A paced producer counts what is acknowledged while it waits for the next send's
+        // turn (in call order), so a call is not seen only after the next one went.
+        if let Some(due) = due {
+            while let Some(left) = due.checked_duration_since(Instant::now()) {
+                let Some((started, count, delivery)) = window.front_mut() else {
+                    break;
+                };
+                let Some(outcome) = delivery.wait_timeout(left) else {
+                    break;
+                };
+                let outcome = outcome
+                    .map(|receipt| acked(*count, &receipt))
+                    .map_err(|f| f.error.to_string());
+                tally.record(clock, *started, outcome, progress);
+                window.pop_front();
+            }
+        }
         let started = RunClock::block_until_due(due);
         match producer.send(messages) {
             Ok(delivery) => window.push_back((started, count, delivery)),

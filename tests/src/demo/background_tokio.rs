@@ -93,9 +93,16 @@ async fn run(
         }
         // An application bounds what it holds, and so what each acknowledgement waits
         // behind: past the window it waits for any one of its calls to be acknowledged.
-        let Ok(slot) = Arc::clone(&window).acquire_owned().await else {
+        let deadline = tokio::time::Instant::from_std(clock.deadline);
+        let Ok(Ok(slot)) =
+            tokio::time::timeout_at(deadline, Arc::clone(&window).acquire_owned()).await
+        else {
             break;
         };
+        // The wait for room may have outlasted the run: no send starts after it.
+        if !clock.may_start(due) {
+            break;
+        }
         let messages: Vec<Message> = (0..load.messages_per_send())
             .map(|_| Message {
                 payload: payload.clone(),

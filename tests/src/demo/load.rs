@@ -123,31 +123,29 @@ impl RunClock {
         due.unwrap_or(now) < self.deadline && now < self.deadline
     }
 
-    /// Waits for a send due at `due` and returns the instant its latency counts from: when
-    /// it went, or, if the producer was behind (a slow answer held it past `due`), `due`
-    /// itself, so that the wait a slow answer caused the sends behind it is counted (no
-    /// coordinated omission). A timer that wakes late is not the client's wait.
+    /// Waits for a send due at `due` and returns the instant its latency counts from:
+    /// `due` itself, so that the wait a slow answer caused the sends behind it is counted
+    /// (no coordinated omission), except for a timer's own lateness of up to
+    /// [`TIMER_SLACK`] (tokio's timer wheel ticks by the millisecond); a wake later than
+    /// that (a saturated runtime or machine) counts. Unpaced: now.
     pub async fn wait_until_due(due: Option<Instant>) -> Instant {
-        match due {
-            Some(due) if due > Instant::now() => {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
-                Instant::now()
-            }
-            Some(due) => due,
-            None => Instant::now(),
+        if let Some(due) = due
+            && due > Instant::now()
+        {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
         }
+        latency_start(due, Instant::now())
     }
 
     /// [`RunClock::wait_until_due`] on a blocking thread.
     pub fn block_until_due(due: Option<Instant>) -> Instant {
-        match due {
-            Some(due) if due > Instant::now() => {
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                Instant::now()
+        if let Some(due) = due {
+            let wait = due.saturating_duration_since(Instant::now());
+            if !wait.is_zero() {
+                std::thread::sleep(wait);
             }
-            Some(due) => due,
-            None => Instant::now(),
         }
+        latency_start(due, Instant::now())
     }
 
     /// Blocks the calling thread until the run's start (at once when it has passed).
@@ -171,6 +169,30 @@ impl RunClock {
         };
         let offset = started.saturating_duration_since(self.started);
         offset >= outage.from && offset < outage.to && !outage.hits(partition)
+    }
+
+    /// Whether a send to `partition` started at `started` went to a partition the outage
+    /// hits before the outage began: its acknowledgement, even if it arrives after the
+    /// crash (a reply written before the links were cut and read after), says nothing
+    /// about when the partition took sends again.
+    fn admitted_before_outage(&self, started: Instant, partition: Option<u32>) -> bool {
+        let (Some(outage), Some(partition)) = (self.outage, partition) else {
+            return false;
+        };
+        let offset = started.saturating_duration_since(self.started);
+        offset < outage.from && outage.hits(partition)
+    }
+}
+
+/// How late a timer may wake without the lateness counting as the client's.
+pub const TIMER_SLACK: Duration = Duration::from_millis(1);
+
+/// Where a send's latency starts when it was due at `due` and went at `went`: see
+/// [`RunClock::wait_until_due`].
+pub fn latency_start(due: Option<Instant>, went: Instant) -> Instant {
+    match due {
+        Some(due) => due.max(went.checked_sub(TIMER_SLACK).unwrap_or(due)),
+        None => went,
     }
 }
 
@@ -246,7 +268,11 @@ impl ProducerTally {
                     self.spared_latency_micros.saturating_record(micros.max(1));
                 }
                 let offset = finished.saturating_duration_since(clock.started);
-                self.timeline.record_ack(offset, messages, partition);
+                // Every acknowledgement counts in the throughput; only those of sends
+                // that could show the partition taking sends count for its recovery.
+                let recovering =
+                    partition.filter(|_| !clock.admitted_before_outage(started, partition));
+                self.timeline.record_ack(offset, messages, recovering);
                 self.acked_messages += messages;
                 progress.acked.fetch_add(messages, Ordering::Relaxed);
             }
@@ -269,6 +295,10 @@ impl ProducerTally {
 /// A whole run: every producer's tally merged.
 #[derive(Debug)]
 pub struct Measurement {
+    /// When the load started (the run clock's start).
+    pub started: Instant,
+    /// When producers stopped starting sends.
+    pub deadline: Instant,
     /// Per send call, µs.
     pub latency_micros: Histogram<u64>,
     /// Messages the cluster acknowledged.
@@ -296,6 +326,8 @@ impl Measurement {
     /// Merges the producers' tallies of a run that started at `clock.started`.
     pub fn merge(clock: &RunClock, tallies: Vec<ProducerTally>) -> Self {
         let mut merged = Self {
+            started: clock.started,
+            deadline: clock.deadline,
             latency_micros: latency_histogram(),
             acked_messages: 0,
             sends: 0,
@@ -476,6 +508,50 @@ mod tests {
     }
 
     #[test]
+    fn an_ack_after_a_crash_of_a_send_admitted_before_it_is_no_recovery() {
+        let outage = OutageWindow {
+            from: Duration::from_secs(1),
+            to: Duration::from_secs(3),
+            affected: 1 << 2,
+        };
+        let clock = RunClock::start(&Load {
+            outage: Some(outage),
+            ..load(None)
+        });
+        let at = |ms| clock.started + Duration::from_millis(ms);
+        let acked = |partition| {
+            Ok(Acked {
+                messages: 100,
+                partition: Some(partition),
+            })
+        };
+        let progress = Progress::default();
+        let mut tally = ProducerTally::default();
+        // Started before the crash, its reply read after it: throughput, not recovery.
+        tally.record_at(&clock, at(900), at(1_001), acked(2), &progress);
+        // A partition the crash spares recovers nothing and counts as before.
+        tally.record_at(&clock, at(900), at(1_002), acked(4), &progress);
+        assert_eq!(tally.acked_messages, 200);
+        assert_eq!(
+            tally.timeline.first_ack_from(2, Duration::from_secs(1)),
+            None
+        );
+        assert!(
+            tally
+                .timeline
+                .first_ack_from(4, Duration::from_secs(1))
+                .is_some()
+        );
+        // Started after the crash and acknowledged once the partition moved: recovery.
+        tally.record_at(&clock, at(1_100), at(2_000), acked(2), &progress);
+        let recovered = tally.timeline.first_ack_from(2, Duration::from_secs(1));
+        assert!(
+            recovered.is_some_and(|at| at >= Duration::from_millis(1_990)),
+            "{recovered:?}"
+        );
+    }
+
+    #[test]
     fn an_unpaced_load_has_no_schedule() {
         let load = load(None);
         assert_eq!(load.pace(), None);
@@ -486,12 +562,24 @@ mod tests {
 
     #[test]
     fn a_send_made_late_counts_from_its_place_in_the_schedule() {
-        let past = Instant::now() - Duration::from_millis(50);
-        assert_eq!(RunClock::block_until_due(Some(past)), past);
-        let future = Instant::now() + Duration::from_millis(20);
-        let started = RunClock::block_until_due(Some(future));
-        assert!(started >= future, "waited for its place");
-        let before = Instant::now();
-        assert!(RunClock::block_until_due(None) >= before, "unpaced: now");
+        let due = Instant::now();
+        let ms = Duration::from_millis;
+        assert_eq!(latency_start(Some(due), due), due, "on time");
+        assert_eq!(
+            latency_start(Some(due), due + ms(1)),
+            due,
+            "a timer's slack"
+        );
+        assert_eq!(
+            latency_start(Some(due), due + ms(50)),
+            due + ms(49),
+            "later than the slack: the rest counts"
+        );
+        assert_eq!(latency_start(None, due + ms(50)), due + ms(50), "unpaced");
+        let future = Instant::now() + ms(20);
+        assert!(
+            RunClock::block_until_due(Some(future)) >= future,
+            "waited for its place"
+        );
     }
 }

@@ -223,13 +223,21 @@ impl Load {
         self.kind.messages_per_send()
     }
 
-    /// A paced load's time between two sends of one producer.
+    /// A paced load's time between two sends of one producer (see
+    /// [`Load::pace_is_measurable`]).
     pub fn pace(&self) -> Option<Duration> {
         let rate = self.rate.filter(|&rate| rate > 0)?;
         let per_producer = self.producers.max(1) as u64 * self.messages_per_send() as u64;
         Some(Duration::from_nanos(
             per_producer.saturating_mul(1_000_000_000) / rate,
         ))
+    }
+
+    /// Whether the pace, if any, is long enough to be kept: at least 1 µs between two
+    /// sends of one producer (a faster rate would schedule every send at the start).
+    pub fn pace_is_measurable(&self) -> bool {
+        self.pace()
+            .is_none_or(|pace| pace >= Duration::from_micros(1))
     }
 
     /// Messages a background producer keeps unacknowledged.

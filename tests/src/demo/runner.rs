@@ -11,10 +11,9 @@ use iggy_route_core::{Config, Credentials};
 use tokio::runtime::Runtime;
 
 use super::failover::{FaultPlan, Recovery, Timed, play, split_layout};
-use super::hiccup::{HiccupMeter, Hiccups};
+use super::hiccup::{MachineLog, MachineMeter};
 use super::load::ProgressLine;
 use super::report::{RefusalSource, Row};
-use super::steal::CpuTimes;
 use super::topology::EmbeddedCluster;
 use super::{ClientKind, Load, PARTITIONS, Scenario, TOPIC_NAME};
 use super::{background_mio, background_tokio, route_mio, route_tokio, sdk};
@@ -99,8 +98,7 @@ pub fn run_embedded(
         load.epoch = Some(Instant::now() + FAULTED_RUN_LEAD);
         load.outage = plan.outage();
     }
-    let cpu_before = CpuTimes::now();
-    let meter = HiccupMeter::start();
+    let meter = MachineMeter::start();
     let (result, happened) = std::thread::scope(|scope| {
         let player = plan.as_ref().zip(load.epoch).map(|(plan, epoch)| {
             let (cluster, handle) = (&cluster, runtimes.cluster.handle());
@@ -119,29 +117,24 @@ pub fn run_embedded(
         .epoch
         .map(|epoch| cluster.refused_sends_since(epoch))
         .unwrap_or_default();
-    let stolen = stolen_since(cpu_before);
-    let hiccups = stop_meter(meter);
+    let machine = meter.and_then(MachineMeter::stop);
     let stored = cluster.stored_messages();
     runtimes.cluster.block_on(cluster.shutdown());
-    result.map(|row| Row {
-        cpu_stolen: stolen,
-        hiccups,
-        ..with_recovery(row, happened, &refusals, Some(stored))
+    result.map(|row| {
+        let row = with_recovery(row, happened, &refusals, Some(stored));
+        with_machine(row, machine.as_ref())
     })
 }
 
-/// What a run's hiccup meter saw, if it ran.
-fn stop_meter(meter: Option<HiccupMeter>) -> Option<Hiccups> {
-    meter
-        .and_then(HiccupMeter::stop)
-        .and_then(|late| Hiccups::of(&late))
-}
-
-/// The share of the CPU stolen since `before`, where the kernel reports it.
-fn stolen_since(before: Option<CpuTimes>) -> Option<f64> {
-    before
-        .zip(CpuTimes::now())
-        .and_then(|(before, after)| before.stolen_since(after))
+/// The row with what the machine did during its load (from the run's start to its
+/// deadline), when the meter ran.
+fn with_machine(row: Row, machine: Option<&MachineLog>) -> Row {
+    let (from, to) = (row.measurement.started, row.measurement.deadline);
+    Row {
+        cpu_stolen: machine.and_then(|log| log.stolen(from, to)),
+        hiccups: machine.and_then(|log| log.hiccups(from, to)),
+        ..row
+    }
 }
 
 /// The row with its stored count and, for a faulted run, the recovery of every partition
@@ -322,8 +315,7 @@ pub fn run_external(
             .block_on(route_tokio::stored_messages(&config, stream, topic))
     };
     let stored_before = stored_count();
-    let cpu_before = CpuTimes::now();
-    let meter = HiccupMeter::start();
+    let meter = MachineMeter::start();
     let label = format!("{} {client} external", load.kind);
     let row = match client {
         ClientKind::Sdk => run_sdk_external(runtimes, &config, (stream, topic), load, label),
@@ -343,8 +335,8 @@ pub fn run_external(
     runtimes.clients.block_on(admin.shutdown());
     let mut row = row?;
     row.on_real_cluster = true;
-    row.cpu_stolen = stolen_since(cpu_before);
-    row.hiccups = stop_meter(meter);
+    let machine = meter.and_then(MachineMeter::stop);
+    let mut row = with_machine(row, machine.as_ref());
     row.stored_messages = stored_before
         .zip(stored_after)
         .map(|(before, after)| after.saturating_sub(before));
