@@ -85,21 +85,9 @@ fn run(
             .collect();
         let count = messages.len() as u64;
         // A paced producer counts what is acknowledged while it waits for the next send's
-        // turn (in call order), so a call is not seen only after the next one went.
+        // turn, so a call is not seen only after the next one went.
         if let Some(due) = due {
-            while let Some(left) = due.checked_duration_since(Instant::now()) {
-                let Some((started, count, delivery)) = window.front_mut() else {
-                    break;
-                };
-                let Some(outcome) = delivery.wait_timeout(left) else {
-                    break;
-                };
-                let outcome = outcome
-                    .map(|receipt| acked(*count, &receipt))
-                    .map_err(|f| f.error.to_string());
-                tally.record(clock, *started, outcome, progress);
-                window.pop_front();
-            }
+            count_oldest(&mut window, Some(due), &mut tally, clock, progress);
         }
         let started = RunClock::block_until_due(due);
         match producer.send(messages) {
@@ -109,17 +97,7 @@ fn run(
                 break;
             }
         }
-        // Count what has been acknowledged, oldest first, without waiting.
-        while let Some((started, count, delivery)) = window.front_mut() {
-            let Some(outcome) = delivery.try_wait() else {
-                break;
-            };
-            let outcome = outcome
-                .map(|receipt| acked(*count, &receipt))
-                .map_err(|f| f.error.to_string());
-            tally.record(clock, *started, outcome, progress);
-            window.pop_front();
-        }
+        count_oldest(&mut window, None, &mut tally, clock, progress);
         // An application bounds what it holds, and so what each acknowledgement waits
         // behind: past the window it waits for its oldest call.
         if window.len() * load.messages_per_send() >= load.producer_window()
@@ -149,6 +127,32 @@ fn run(
     }
     let _ = producer.shutdown();
     tally
+}
+
+/// Counts the oldest calls, in call order, whose outcome is known now or, with `until`,
+/// comes before it.
+fn count_oldest(
+    window: &mut VecDeque<(Instant, u64, Delivery)>,
+    until: Option<Instant>,
+    tally: &mut ProducerTally,
+    clock: &RunClock,
+    progress: &Progress,
+) {
+    while let Some((started, count, delivery)) = window.front_mut() {
+        let left = until.and_then(|until| until.checked_duration_since(Instant::now()));
+        let outcome = match left {
+            Some(left) => delivery.wait_timeout(left),
+            None => delivery.try_wait(),
+        };
+        let Some(outcome) = outcome else {
+            break;
+        };
+        let outcome = outcome
+            .map(|receipt| acked(*count, &receipt))
+            .map_err(|f| f.error.to_string());
+        tally.record(clock, *started, outcome, progress);
+        window.pop_front();
+    }
 }
 
 /// A call's acknowledgement as the tally counts it.
