@@ -10,7 +10,9 @@
 //!   cuts the buffer into batches (full, lingered `linger_time`, or flushed) and hands
 //!   each to the client's router in order without waiting for its answer, up to
 //!   `max_in_flight` at once; the router may merge them further. The client's I/O thread
-//!   stays the only one that touches sockets.
+//!   stays the only one that touches sockets. A thread that holds many calls at once
+//!   sends them with [`Producer::send_tagged`] instead, and waits on one
+//!   [`DeliveryQueue`] for whichever settles first.
 //!
 //! A failed background send is never silent: its [`Delivery`] says so, the `on_error`
 //! callback gets its messages back, and without a callback the next `flush` (or
@@ -37,6 +39,7 @@
 //! ```
 
 mod background;
+mod delivery;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -50,7 +53,8 @@ use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{ConfigError, SendReceipt, SubmitError};
 
-pub use background::{Background, Delivery};
+pub use background::Background;
+pub use delivery::{Delivered, Delivery, DeliveryQueue};
 pub use iggy_route_core::client::producer::{
     BackgroundConfig, Backpressure, ErrorCallback, ProducerError, ProducerStats, SendFailure,
 };

@@ -10,32 +10,30 @@
 //! flush or shutdown asks, or an answer arrives; callers (blocked senders, flushes) wait
 //! on another.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, mpsc};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use iggy_route_core::client::producer::{
     Backpressure, Batch, BatchId, ProducerBuffer, ProducerConfig, ProducerStats, PushError,
-    SendFailure, Settled, Ticket,
+    Settled, Ticket,
 };
 use iggy_route_core::client::{ClientError, stamp_origin_timestamps};
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Reply, Request, SendReceipt, SubmitError};
 use tracing::warn;
 
+use super::delivery::{Delivery, DeliveryQueue, Notify};
 use super::{ErrorCallback, Producer, ProducerError};
 use crate::Client;
 use crate::client::unix_micros;
 use crate::responder::Responder;
 
-/// What a [`Delivery`] resolves to: the call's own receipt, or its messages back with the
-/// error.
-type Outcome = Result<SendReceipt, SendFailure>;
-
-/// The mode of a producer whose `send` buffers and returns a [`Delivery`]. See the module
-/// documentation of [`crate::producer`].
+/// The mode of a producer whose `send` buffers and returns a [`Delivery`] (or whose
+/// `send_tagged` reports to a [`DeliveryQueue`]). See the module documentation of
+/// [`crate::producer`].
 #[derive(Debug)]
 pub struct Background {
     core: Arc<Core>,
@@ -43,61 +41,6 @@ pub struct Background {
     max_buffered_messages: usize,
     max_buffered_bytes: usize,
     backpressure: Backpressure,
-}
-
-/// The handle of one background send call: resolves to that call's own receipt (its
-/// `base_offset` is the offset of the call's first message), or to a [`SendFailure`]
-/// carrying the call's messages and the error. Dropping it is fine: the outcome then goes
-/// only to `on_error` or the next flush.
-#[derive(Debug)]
-pub struct Delivery {
-    outcome: mpsc::Receiver<Outcome>,
-    received: Option<Outcome>,
-}
-
-impl Delivery {
-    /// Waits for the outcome. The wait is bounded: a batch ends within the client's
-    /// `request_timeout` of getting room in the router (and waits at most as long for the
-    /// room), and a producer that stops settles every call it holds.
-    pub fn wait(mut self) -> Outcome {
-        if let Some(outcome) = self.received.take() {
-            return outcome;
-        }
-        self.outcome.recv().unwrap_or_else(|_| stopped())
-    }
-
-    /// The outcome if it arrives within `timeout`.
-    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<Outcome> {
-        if self.received.is_none() {
-            self.received = match self.outcome.recv_timeout(timeout) {
-                Ok(outcome) => Some(outcome),
-                Err(mpsc::RecvTimeoutError::Timeout) => return None,
-                Err(mpsc::RecvTimeoutError::Disconnected) => Some(stopped()),
-            };
-        }
-        self.received.clone()
-    }
-
-    /// The outcome if it is known now.
-    pub fn try_wait(&mut self) -> Option<Outcome> {
-        if self.received.is_none() {
-            self.received = match self.outcome.try_recv() {
-                Ok(outcome) => Some(outcome),
-                Err(mpsc::TryRecvError::Empty) => return None,
-                Err(mpsc::TryRecvError::Disconnected) => Some(stopped()),
-            };
-        }
-        self.received.clone()
-    }
-}
-
-/// The outcome of a call whose producer stopped abnormally with the call in flight (its
-/// messages went with the batch).
-fn stopped() -> Outcome {
-    Err(SendFailure {
-        messages: Vec::new(),
-        error: ClientError::Closed,
-    })
 }
 
 /// What the callers and the producer's thread share.
@@ -156,7 +99,9 @@ struct State {
     next_ticket: u64,
     /// Calls buffered or in flight, not yet settled: what a flush waits for.
     unsettled: BTreeSet<Ticket>,
-    deliveries: HashMap<Ticket, mpsc::SyncSender<Outcome>>,
+    /// Where each unsettled call's outcome goes; in ticket order, so a producer that
+    /// stops tells a shared queue of its calls in the order they were made.
+    deliveries: BTreeMap<Ticket, Notify>,
     /// Batches answered by the I/O thread, not yet settled by the producer's thread.
     answers: Vec<(BatchId, Result<SendReceipt, ClientError>)>,
     /// Senders waiting for room, in arrival order: only the first may push, so a large
@@ -211,7 +156,7 @@ impl Background {
                 buffered_bytes: 0,
                 next_ticket: 0,
                 unsettled: BTreeSet::new(),
-                deliveries: HashMap::new(),
+                deliveries: BTreeMap::new(),
                 answers: Vec::new(),
                 blocked_senders: VecDeque::new(),
                 next_blocked_sender: 0,
@@ -238,8 +183,9 @@ impl Background {
         })
     }
 
-    /// Buffers one call, waiting for room as the producer's [`Backpressure`] says.
-    fn push(&self, messages: Vec<Message>) -> Result<Delivery, ClientError> {
+    /// Buffers one call, waiting for room as the producer's [`Backpressure`] says; its
+    /// outcome will go to `notify`.
+    fn push(&self, messages: Vec<Message>, notify: Notify) -> Result<(), ClientError> {
         let count = messages.len();
         let bytes: usize = messages.iter().map(Message::frame_len).sum();
         if count == 0 {
@@ -273,7 +219,7 @@ impl Background {
                 state.buffer.buffered_messages() + count <= self.max_buffered_messages;
             let bytes_fit = state.buffered_bytes + bytes <= self.max_buffered_bytes;
             if first_in_line && messages_fit && bytes_fit {
-                break self.buffer_call(&mut state, messages, bytes);
+                break self.buffer_call(&mut state, messages, bytes, notify);
             }
             let limit = if messages_fit {
                 self.max_buffered_bytes
@@ -315,7 +261,8 @@ impl Background {
         state: &mut State,
         messages: Vec<Message>,
         bytes: usize,
-    ) -> Result<Delivery, ClientError> {
+        notify: Notify,
+    ) -> Result<(), ClientError> {
         let ticket = Ticket(state.next_ticket);
         let was_empty = state.buffer.buffered_messages() == 0;
         match state.buffer.push(Instant::now(), ticket, messages) {
@@ -335,8 +282,7 @@ impl Background {
         state.next_ticket += 1;
         state.buffered_bytes += bytes;
         state.unsettled.insert(ticket);
-        let (sender, outcome) = mpsc::sync_channel(1);
-        state.deliveries.insert(ticket, sender);
+        state.deliveries.insert(ticket, notify.armed());
         // The thread sleeps until the oldest call's linger ends: only a first call (a new
         // linger) or a full batch needs it sooner.
         let config = state.buffer.config();
@@ -345,10 +291,7 @@ impl Background {
         if was_empty || full {
             self.core.worker_wake.notify_one();
         }
-        Ok(Delivery {
-            outcome,
-            received: None,
-        })
+        Ok(())
     }
 
     /// Waits until every call buffered before it is settled; reports the failures no
@@ -421,7 +364,26 @@ impl Producer<Background> {
     /// current time unless they carry one.
     pub fn send(&self, mut messages: Vec<Message>) -> Result<Delivery, ClientError> {
         stamp_origin_timestamps(&mut messages, unix_micros());
-        self.mode.push(messages)
+        let (delivery, notify) = Delivery::new();
+        self.mode.push(messages, notify)?;
+        Ok(delivery)
+    }
+
+    /// Buffers `messages` as one call, as [`send`](Self::send) does, but the call's
+    /// outcome goes to `queue` with `tag` (any number: the caller's own name for the
+    /// call) instead of to a [`Delivery`]. One thread can then wait for many calls, of
+    /// this producer and others, with one [`DeliveryQueue::recv`], and learn of each as it
+    /// settles. A call that fails here was not buffered and goes to no queue.
+    pub fn send_tagged(
+        &self,
+        mut messages: Vec<Message>,
+        tag: u64,
+        queue: &mut DeliveryQueue,
+    ) -> Result<(), ClientError> {
+        stamp_origin_timestamps(&mut messages, unix_micros());
+        self.mode.push(messages, queue.notify(tag))?;
+        queue.counted();
+        Ok(())
     }
 
     /// [`send`](Self::send) of one message.
@@ -547,7 +509,7 @@ struct Handed {
 /// application's code.
 fn hand_on(
     settled: Vec<Settled>,
-    deliveries: Vec<Option<mpsc::SyncSender<Outcome>>>,
+    deliveries: Vec<Option<Notify>>,
     on_error: Option<&ErrorCallback>,
 ) -> Handed {
     let mut handed = Handed::default();
@@ -556,8 +518,7 @@ fn hand_on(
         let failure = match call.outcome {
             Ok(receipt) => {
                 if let Some(delivery) = delivery {
-                    // A delivery dropped by its caller is not an error.
-                    let _ = delivery.send(Ok(receipt));
+                    delivery.send(Ok(receipt));
                 }
                 continue;
             }
@@ -567,7 +528,7 @@ fn hand_on(
         let taken = match on_error {
             Some(callback) => {
                 if let Some(delivery) = delivery {
-                    let _ = delivery.send(Err(failure.clone()));
+                    delivery.send(Err(failure.clone()));
                 }
                 // A callback that panics must not stop the producer; its failure is then
                 // reported by the next flush instead.
@@ -581,7 +542,7 @@ fn hand_on(
             }
             None => {
                 if let Some(delivery) = delivery {
-                    let _ = delivery.send(Err(failure));
+                    delivery.send(Err(failure));
                 }
                 false
             }
@@ -608,15 +569,19 @@ impl Drop for StopOnExit<'_> {
         for call in abandoned {
             state.unsettled.remove(&call.ticket);
             let delivery = state.deliveries.remove(&call.ticket);
-            if let Err(failure) = call.outcome {
+            if let Err(failure) = &call.outcome {
                 state.unreported.messages += failure.messages.len() as u64;
                 state.unreported.last_error = Some(failure.error.clone());
-                if let Some(delivery) = delivery {
-                    let _ = delivery.send(Err(failure));
-                }
+            }
+            if let Some(delivery) = delivery {
+                delivery.send(call.outcome);
             }
         }
-        state.deliveries.clear();
+        // Batches in flight: nobody will settle them now; each call's caller hears it
+        // stopped (a dropped `Notify` says so), in ticket order.
+        while let Some((_, delivery)) = state.deliveries.pop_first() {
+            drop(delivery);
+        }
         state.phase = Phase::Stopped { abnormally };
         core.callers_wake.notify_all();
     }
