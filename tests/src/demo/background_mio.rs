@@ -1,16 +1,15 @@
 //! The load through iggy-route's background producer on mio: one `Producer` per producer
-//! thread, on one shared `Client`. `send` returns once the messages are buffered; the
-//! thread keeps each call's `Delivery` and counts the call when it is acknowledged, so the
-//! latency of a call is from `send` to its acknowledgement, observed in call order (an
-//! upper bound when a later call's partition answered first). Looking at every held call
-//! each millisecond instead, as the tokio loop in effect does, cut this loop's
-//! single-message rate from about 505,000 to 290,000-375,000 msg/s (measured: each look
-//! checks up to 500 calls' channels), so it stays in order.
+//! thread, on one shared `Client`. `send_tagged` returns once the messages are buffered;
+//! every call's outcome goes to the thread's one `DeliveryQueue`, which the thread reads
+//! between sends and while it waits (for its turn, or for room in its window), so each
+//! call is counted when its own acknowledgement comes, whatever its partition: the
+//! latency of a call is from its send to its acknowledgement. A producer keeps at most
+//! `--producer-window` messages' worth of calls unacknowledged, as the tokio loop does.
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use iggy_route_mio::producer::{Background, Delivery};
+use iggy_route_mio::producer::{Background, Delivered, DeliveryQueue};
 use iggy_route_mio::{BackgroundConfig, Client, Identifier, Message, Partitioning, Producer};
 
 use super::Load;
@@ -70,11 +69,29 @@ fn run(
     clock: &RunClock,
     progress: &Progress,
 ) -> ProducerTally {
-    let mut tally = ProducerTally::default();
-    let mut window: VecDeque<(Instant, u64, Delivery)> = VecDeque::new();
+    let mut held = Held {
+        queue: DeliveryQueue::new(),
+        calls: HashMap::new(),
+        tally: ProducerTally::default(),
+    };
+    let window = (load.producer_window() / load.messages_per_send()).max(1);
     for send in 0u64.. {
         let due = clock.due(index, send);
         if !clock.may_start(due) {
+            break;
+        }
+        // A paced producer counts what is acknowledged while it waits for its turn.
+        if let Some(due) = due {
+            held.count_until(due, clock, progress);
+        }
+        // An application bounds what it holds, and so what each acknowledgement waits
+        // behind: past the window it waits for any one of its calls to be acknowledged,
+        // but starts no send after the run.
+        while held.queue.pending() >= window && Instant::now() < clock.deadline {
+            let until = clock.deadline.min(Instant::now() + WAKE);
+            held.count_one_until(until, clock, progress);
+        }
+        if !clock.may_start(due) || held.queue.pending() >= window {
             break;
         }
         let messages: Vec<Message> = (0..load.messages_per_send())
@@ -84,74 +101,79 @@ fn run(
             })
             .collect();
         let count = messages.len() as u64;
-        // A paced producer counts what is acknowledged while it waits for the next send's
-        // turn, so a call is not seen only after the next one went.
-        if let Some(due) = due {
-            count_oldest(&mut window, Some(due), &mut tally, clock, progress);
-        }
         let started = RunClock::block_until_due(due);
-        match producer.send(messages) {
-            Ok(delivery) => window.push_back((started, count, delivery)),
+        match producer.send_tagged(messages, send, &mut held.queue) {
+            Ok(()) => {
+                held.calls.insert(send, (started, count));
+            }
             Err(error) => {
-                tally.record(clock, started, Err(error.to_string()), progress);
+                held.tally
+                    .record(clock, started, Err(error.to_string()), progress);
                 break;
             }
         }
-        count_oldest(&mut window, None, &mut tally, clock, progress);
-        // An application bounds what it holds, and so what each acknowledgement waits
-        // behind: past the window it waits for its oldest call.
-        if window.len() * load.messages_per_send() >= load.producer_window()
-            && let Some((started, count, delivery)) = window.pop_front()
-        {
-            let outcome = delivery
-                .wait()
-                .map(|receipt| acked(count, &receipt))
-                .map_err(|f| f.error.to_string());
-            tally.record(clock, started, outcome, progress);
-        }
+        held.count_ready(clock, progress);
     }
     // Whatever is buffered goes now; each call is counted when its acknowledgement comes,
     // or cut off at the drain limit.
     let _ = producer.flush();
-    for (started, count, mut delivery) in window {
-        let left = clock.cut_off.saturating_duration_since(Instant::now());
-        match delivery.wait_timeout(left.max(Duration::from_millis(1))) {
-            Some(outcome) => {
-                let outcome = outcome
-                    .map(|receipt| acked(count, &receipt))
-                    .map_err(|f| f.error.to_string());
-                tally.record(clock, started, outcome, progress);
-            }
-            None => tally.record_cut_off(clock),
-        }
+    held.count_until(clock.cut_off, clock, progress);
+    for _ in 0..held.calls.len() {
+        held.tally.record_cut_off(clock);
     }
     let _ = producer.shutdown();
-    tally
+    held.tally
 }
 
-/// Counts the oldest calls, in call order, whose outcome is known now or, with `until`,
-/// comes before it.
-fn count_oldest(
-    window: &mut VecDeque<(Instant, u64, Delivery)>,
-    until: Option<Instant>,
-    tally: &mut ProducerTally,
-    clock: &RunClock,
-    progress: &Progress,
-) {
-    while let Some((started, count, delivery)) = window.front_mut() {
-        let left = until.and_then(|until| until.checked_duration_since(Instant::now()));
-        let outcome = match left {
-            Some(left) => delivery.wait_timeout(left),
-            None => delivery.try_wait(),
+/// How long a producer waiting for room sleeps at most between looks at the clock.
+const WAKE: Duration = Duration::from_millis(100);
+
+/// A producer thread's calls not yet counted, and its tally.
+struct Held {
+    /// Every call's outcome, whatever its partition, as soon as it is settled.
+    queue: DeliveryQueue,
+    /// Each call not yet counted, by its tag (the send's number): when it started and how
+    /// many messages it holds.
+    calls: HashMap<u64, (Instant, u64)>,
+    tally: ProducerTally,
+}
+
+impl Held {
+    /// Counts every call settled by now.
+    fn count_ready(&mut self, clock: &RunClock, progress: &Progress) {
+        while let Some(delivered) = self.queue.try_recv() {
+            self.count(delivered, clock, progress);
+        }
+    }
+
+    /// Counts every call settled before `until` (or until none is pending), each the
+    /// moment it is.
+    fn count_until(&mut self, until: Instant, clock: &RunClock, progress: &Progress) {
+        while self.count_one_until(until, clock, progress) {}
+    }
+
+    /// Counts the next call settled before `until`, and any settled with it; false when
+    /// none was.
+    fn count_one_until(&mut self, until: Instant, clock: &RunClock, progress: &Progress) -> bool {
+        let left = until.saturating_duration_since(Instant::now());
+        let Some(delivered) = self.queue.recv_timeout(left) else {
+            return false;
         };
-        let Some(outcome) = outcome else {
-            break;
+        self.count(delivered, clock, progress);
+        self.count_ready(clock, progress);
+        true
+    }
+
+    fn count(&mut self, delivered: Delivered, clock: &RunClock, progress: &Progress) {
+        // Every tag is a call this thread made, settled once: a demo bug otherwise.
+        let Some((started, messages)) = self.calls.remove(&delivered.tag) else {
+            panic!("call {} settled twice or was never made", delivered.tag);
         };
-        let outcome = outcome
-            .map(|receipt| acked(*count, &receipt))
-            .map_err(|f| f.error.to_string());
-        tally.record(clock, *started, outcome, progress);
-        window.pop_front();
+        let outcome = delivered
+            .outcome
+            .map(|receipt| acked(messages, &receipt))
+            .map_err(|failure| failure.error.to_string());
+        self.tally.record(clock, started, outcome, progress);
     }
 }
 

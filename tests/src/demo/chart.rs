@@ -93,7 +93,7 @@ where
         .y_label_formatter(&|rate| format!("{:.0}k", rate / 1_000.0))
         .draw()?;
     // The faults, as vertical lines under the curves.
-    if let Some(recovery) = rows.iter().find_map(|row| row.shown_recovery()) {
+    if let Some(recovery) = rows.iter().find_map(|row| row.recovery.as_ref()) {
         for timed in &recovery.faults {
             let at = timed.at.as_secs_f64();
             let colour = match timed.fault {
@@ -153,7 +153,7 @@ where
         .iter()
         .map(|row| {
             let mut counts = vec![0u32; bins];
-            if let Some(recovery) = row.shown_recovery() {
+            if let Some(recovery) = row.recovery.as_ref() {
                 for sample in &recovery.samples {
                     let ms = sample.as_secs_f64() * 1_000.0;
                     let bin = RECOVERY_BINS_MS

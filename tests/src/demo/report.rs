@@ -69,24 +69,12 @@ impl Row {
         self.measurement.wall.min(self.planned)
     }
 
-    /// p99.9 (ms) of the sends the run's outage must not stall, when it had one and the
-    /// client's latencies are per call: the mio background producer's are observed in
-    /// call order, so a call to a spared partition would carry the wait of an earlier call
-    /// to a stopped one.
+    /// p99.9 (ms) of the sends the run's outage must not stall, when it had one. Every
+    /// client counts each call when its own outcome is known, so a call to a spared
+    /// partition carries no wait of an earlier call to a stopped one.
     pub fn spared_p999_ms(&self) -> Option<f64> {
         let spared = &self.measurement.spared_latency_micros;
-        let per_call = self.client != ClientKind::RouteMioProducer;
-        (per_call && !spared.is_empty()).then(|| spared.value_at_quantile(0.999) as f64 / 1000.0)
-    }
-
-    /// The recovery to show. The mio background producer's acknowledgements are observed
-    /// in call order: after a crash, one that came before it can be seen after it, which
-    /// would read as a recovery in no time, so its crash recovery is not shown. Every
-    /// other client counts each call when its own outcome is known.
-    pub fn shown_recovery(&self) -> Option<&Recovery> {
-        self.recovery.as_ref().filter(|_| {
-            !(self.client == ClientKind::RouteMioProducer && self.scenario == Scenario::Crash)
-        })
+        (!spared.is_empty()).then(|| spared.value_at_quantile(0.999) as f64 / 1000.0)
     }
 
     /// True when the cluster holds exactly the acknowledged messages.
@@ -188,7 +176,7 @@ pub fn failover_table(rows: &[Row]) -> String {
             .map_or(("-".to_owned(), "-".to_owned()), |(low, high)| {
                 (format!("{low:.2}"), format!("{high:.2}"))
             });
-        let recovery = row.shown_recovery();
+        let recovery = row.recovery.as_ref();
         let hit = recovery.map_or(0, |r| r.samples.len() as u64 + r.unrecovered);
         let recovery_ms = |figure: fn(&Recovery) -> f64| {
             recovery.map_or_else(|| "-".to_owned(), |r| format!("{:.2}", figure(r)))
@@ -238,10 +226,8 @@ pub fn failover_table(rows: &[Row]) -> String {
          hit: partitions the faults hit; rec: ms from a move's first refusal (or the crash) to \
          that partition's next acknowledged send. spared p99.9: sends started while the node \
          was down to the partitions it neither led nor delays (the server's replica chain \
-         makes the commits of the node before it wait 250 ms for a prepare retransmit). The tokio \
-         background producer's calls are counted when each is acknowledged; the mio one's in \
-         call order, so its latencies and recoveries are upper bounds, and its spared p99.9 \
-         and crash recovery are not shown ('-').\n",
+         makes the commits of the node before it wait 250 ms for a prepare retransmit). The \
+         background producers' calls are counted when each is acknowledged.\n",
     );
     out
 }
