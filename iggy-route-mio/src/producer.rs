@@ -14,9 +14,9 @@
 //!   sends them with [`Producer::send_tagged`] instead, and waits on one
 //!   [`DeliveryQueue`] for whichever settles first.
 //!
-//! A failed background send is never silent: its [`Delivery`] says so, the `on_error`
-//! callback gets its messages back, and without a callback the next `flush` (or
-//! `shutdown`) names how many messages failed.
+//! A failed background send is never silent: its [`Delivery`] (or its [`DeliveryQueue`])
+//! says so, the `on_error` callback gets its messages back, and without a callback the
+//! next `flush` (or `shutdown`) names how many messages failed.
 //!
 //! ```no_run
 //! # fn example() -> Result<(), Box<dyn std::error::Error>> {
@@ -54,7 +54,7 @@ use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{ConfigError, SendReceipt, SubmitError};
 
 pub use background::Background;
-pub use delivery::{Delivered, Delivery, DeliveryQueue};
+pub use delivery::{Delivered, Delivery, DeliveryQueue, DeliverySender};
 pub use iggy_route_core::client::producer::{
     BackgroundConfig, Backpressure, ErrorCallback, ProducerError, ProducerStats, SendFailure,
 };

@@ -54,11 +54,20 @@ fn drain(queue: &mut DeliveryQueue) -> Vec<Delivered> {
             .expect("a pending call settled within the bound");
         delivered.push(next);
     }
-    assert!(
-        queue.recv().is_none(),
-        "nothing more once nothing is pending"
-    );
     delivered
+}
+
+/// Nothing was left in the queue beyond the calls it counted (a late duplicate would be
+/// heard of before it): one more call, and it is the next one heard of.
+fn assert_no_surplus(producer: &Producer<Background>, queue: &mut DeliveryQueue) {
+    let to = queue.sender();
+    producer
+        .send_tagged(vec![numbered("probe", 0)], u64::MAX, &to)
+        .unwrap();
+    producer.flush().ok();
+    let next = queue.recv_timeout(BOUND).expect("the probe settled");
+    assert_eq!(next.tag, u64::MAX, "a surplus outcome came first: {next:?}");
+    assert_eq!(queue.pending(), 0);
 }
 
 #[test]
@@ -74,24 +83,41 @@ fn one_queue_hears_of_every_call_of_several_producers_once_with_its_own_receipt(
         .map(|_| producer(&client, TOPIC, Partitioning::Balanced, |_| {}))
         .collect();
     let mut queue = DeliveryQueue::new();
+    let to = queue.sender();
     // Call `c` of producer `p` is tagged `1000 * p + c` and holds `1 + c % 3` messages,
     // `p<p>/<n>` numbered across the producer's calls.
-    let mut sent: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
-    for (index, producer) in producers.iter().enumerate() {
-        let mut next = 0;
-        for call in 0..60u64 {
-            let length = 1 + (call % 3) as usize;
-            let numbers: Vec<usize> = (next..next + length).collect();
-            next += length;
-            let messages: Vec<Message> = numbers
-                .iter()
-                .map(|&n| numbered(&format!("p{index}"), n))
-                .collect();
-            let tag = 1000 * index as u64 + call;
-            producer.send_tagged(messages, tag, &mut queue).unwrap();
-            sent.insert(tag, numbers);
-        }
-    }
+    // Each producer's calls are made on a thread of its own, with a sender of the one
+    // queue this thread reads.
+    let sent: BTreeMap<u64, Vec<usize>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = producers
+            .iter()
+            .enumerate()
+            .map(|(index, producer)| {
+                let to = to.clone();
+                scope.spawn(move || {
+                    let mut sent = BTreeMap::new();
+                    let mut next = 0;
+                    for call in 0..60u64 {
+                        let length = 1 + (call % 3) as usize;
+                        let numbers: Vec<usize> = (next..next + length).collect();
+                        next += length;
+                        let messages: Vec<Message> = numbers
+                            .iter()
+                            .map(|&n| numbered(&format!("p{index}"), n))
+                            .collect();
+                        let tag = 1000 * index as u64 + call;
+                        producer.send_tagged(messages, tag, &to).unwrap();
+                        sent.insert(tag, numbers);
+                    }
+                    sent
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|thread| thread.join().unwrap())
+            .collect()
+    });
     assert_eq!(queue.pending(), 120);
     let delivered = drain(&mut queue);
     let mut receipts: BTreeMap<u64, SendReceipt> = BTreeMap::new();
@@ -118,6 +144,7 @@ fn one_queue_hears_of_every_call_of_several_producers_once_with_its_own_receipt(
             "tag {tag}: its messages at its offsets"
         );
     }
+    assert_no_surplus(&producers[0], &mut queue);
     for producer in producers {
         producer.shutdown().unwrap();
     }
@@ -134,11 +161,11 @@ fn a_slow_partitions_call_does_not_hide_the_calls_to_the_others() {
     // Partition 1's node answers everything 3 s late (the request itself is handled).
     harness.cluster.set_reply_delay(1, Duration::from_secs(3));
     let mut queue = DeliveryQueue::new();
+    let to = queue.sender();
     let started = Instant::now();
-    slow.send_tagged(vec![numbered("slow", 0)], 0, &mut queue)
-        .unwrap();
+    slow.send_tagged(vec![numbered("slow", 0)], 0, &to).unwrap();
     for call in 1..=20 {
-        fast.send_tagged(vec![numbered("fast", call)], call as u64, &mut queue)
+        fast.send_tagged(vec![numbered("fast", call)], call as u64, &to)
             .unwrap();
     }
     let delivered = drain(&mut queue);
@@ -154,6 +181,7 @@ fn a_slow_partitions_call_does_not_hide_the_calls_to_the_others() {
     );
     assert!(delivered.iter().all(|d| d.outcome.is_ok()));
     harness.cluster.set_reply_delay(1, Duration::ZERO);
+    assert_no_surplus(&fast, &mut queue);
     fast.shutdown().unwrap();
     slow.shutdown().unwrap();
     client.shutdown();
@@ -165,9 +193,10 @@ fn failures_reach_the_queue_with_their_messages_and_the_next_flush() {
     let client = harness.client(harness.config());
     let producer = producer(&client, "no-such-topic", Partitioning::Balanced, |_| {});
     let mut queue = DeliveryQueue::new();
+    let to = queue.sender();
     for call in 0..7 {
         producer
-            .send_tagged(vec![numbered("lost", call)], call as u64, &mut queue)
+            .send_tagged(vec![numbered("lost", call)], call as u64, &to)
             .unwrap();
     }
     let flushed = producer.flush();
@@ -215,21 +244,22 @@ fn a_call_refused_at_the_door_goes_to_no_queue() {
         .build()
         .unwrap();
     let mut queue = DeliveryQueue::new();
+    let to = queue.sender();
     for call in 0..4 {
         producer
-            .send_tagged(vec![numbered("held", call)], call as u64, &mut queue)
+            .send_tagged(vec![numbered("held", call)], call as u64, &to)
             .unwrap();
     }
-    let refused = producer.send_tagged(vec![numbered("held", 4)], 4, &mut queue);
+    let refused = producer.send_tagged(vec![numbered("held", 4)], 4, &to);
     assert!(
         matches!(refused, Err(ClientError::QueueFull { limit: 4 })),
         "{refused:?}"
     );
-    let empty = producer.send_tagged(Vec::new(), 5, &mut queue);
+    let empty = producer.send_tagged(Vec::new(), 5, &to);
     assert!(empty.is_err(), "an empty call is refused");
     assert_eq!(queue.pending(), 4, "only the buffered calls are expected");
     producer.shutdown().unwrap();
-    let after = producer.send_tagged(vec![numbered("held", 6)], 6, &mut queue);
+    let after = producer.send_tagged(vec![numbered("held", 6)], 6, &to);
     assert!(matches!(after, Err(ClientError::Closed)), "{after:?}");
     let mut tags: Vec<u64> = drain(&mut queue).into_iter().map(|d| d.tag).collect();
     tags.sort_unstable();
@@ -248,10 +278,11 @@ fn calls_cut_off_by_a_stopped_cluster_still_reach_the_queue() {
     let client = harness.client(config);
     let producer = producer(&client, TOPIC, Partitioning::Balanced, |_| {});
     let mut queue = DeliveryQueue::new();
+    let to = queue.sender();
     harness.stop_every_node();
     for call in 0..15 {
         producer
-            .send_tagged(vec![numbered("late", call)], call as u64, &mut queue)
+            .send_tagged(vec![numbered("late", call)], call as u64, &to)
             .unwrap();
     }
     // Dropping the producer's last handle flushes and stops it; every call is settled.

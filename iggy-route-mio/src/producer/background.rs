@@ -25,7 +25,7 @@ use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Reply, Request, SendReceipt, SubmitError};
 use tracing::warn;
 
-use super::delivery::{Delivery, DeliveryQueue, Notify};
+use super::delivery::{Delivery, DeliverySender, Notify};
 use super::{ErrorCallback, Producer, ProducerError};
 use crate::Client;
 use crate::client::unix_micros;
@@ -99,8 +99,8 @@ struct State {
     next_ticket: u64,
     /// Calls buffered or in flight, not yet settled: what a flush waits for.
     unsettled: BTreeSet<Ticket>,
-    /// Where each unsettled call's outcome goes; in ticket order, so a producer that
-    /// stops tells a shared queue of its calls in the order they were made.
+    /// Where each unsettled call's outcome goes (in ticket order: a producer that stops
+    /// tells a shared queue of its calls in flight in the order they were made).
     deliveries: BTreeMap<Ticket, Notify>,
     /// Batches answered by the I/O thread, not yet settled by the producer's thread.
     answers: Vec<(BatchId, Result<SendReceipt, ClientError>)>,
@@ -370,20 +370,19 @@ impl Producer<Background> {
     }
 
     /// Buffers `messages` as one call, as [`send`](Self::send) does, but the call's
-    /// outcome goes to `queue` with `tag` (any number: the caller's own name for the
-    /// call) instead of to a [`Delivery`]. One thread can then wait for many calls, of
-    /// this producer and others, with one [`DeliveryQueue::recv`], and learn of each as it
-    /// settles. A call that fails here was not buffered and goes to no queue.
+    /// outcome goes to the [`DeliveryQueue`] of `to` with `tag` (any number: the caller's
+    /// own name for the call) instead of to a [`Delivery`]. One thread can then wait for
+    /// many calls, of this producer and others, made on any threads, with one
+    /// [`DeliveryQueue::recv`], and learn of each as it settles. A call that fails here
+    /// was not buffered and goes to no queue.
     pub fn send_tagged(
         &self,
         mut messages: Vec<Message>,
         tag: u64,
-        queue: &mut DeliveryQueue,
+        to: &DeliverySender,
     ) -> Result<(), ClientError> {
         stamp_origin_timestamps(&mut messages, unix_micros());
-        self.mode.push(messages, queue.notify(tag))?;
-        queue.counted();
-        Ok(())
+        self.mode.push(messages, to.notify(tag))
     }
 
     /// [`send`](Self::send) of one message.

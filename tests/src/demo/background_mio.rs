@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use iggy_route_mio::producer::{Background, Delivered, DeliveryQueue};
+use iggy_route_mio::producer::{Background, Delivered, DeliveryQueue, DeliverySender};
 use iggy_route_mio::{BackgroundConfig, Client, Identifier, Message, Partitioning, Producer};
 
 use super::Load;
@@ -69,8 +69,10 @@ fn run(
     clock: &RunClock,
     progress: &Progress,
 ) -> ProducerTally {
+    let queue = DeliveryQueue::new();
     let mut held = Held {
-        queue: DeliveryQueue::new(),
+        to: queue.sender(),
+        queue,
         calls: HashMap::new(),
         tally: ProducerTally::default(),
     };
@@ -102,7 +104,7 @@ fn run(
             .collect();
         let count = messages.len() as u64;
         let started = RunClock::block_until_due(due);
-        match producer.send_tagged(messages, send, &mut held.queue) {
+        match producer.send_tagged(messages, send, &held.to) {
             Ok(()) => {
                 held.calls.insert(send, (started, count));
             }
@@ -132,6 +134,7 @@ const WAKE: Duration = Duration::from_millis(100);
 struct Held {
     /// Every call's outcome, whatever its partition, as soon as it is settled.
     queue: DeliveryQueue,
+    to: DeliverySender,
     /// Each call not yet counted, by its tag (the send's number): when it started and how
     /// many messages it holds.
     calls: HashMap<u64, (Instant, u64)>,
@@ -149,7 +152,7 @@ impl Held {
     /// Counts every call settled before `until` (or until none is pending), each the
     /// moment it is.
     fn count_until(&mut self, until: Instant, clock: &RunClock, progress: &Progress) {
-        while self.count_one_until(until, clock, progress) {}
+        while self.queue.pending() > 0 && self.count_one_until(until, clock, progress) {}
     }
 
     /// Counts the next call settled before `until`, and any settled with it; false when
