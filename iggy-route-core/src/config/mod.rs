@@ -173,6 +173,15 @@ pub struct Config {
     /// round trips instead of three. A wrong name costs one more refusal, after which the
     /// usual lookup or discovery decides. On by default.
     pub follow_refusal_view: bool,
+    /// A balanced send (`Partitioning::Balanced`) passes over a partition whose requests
+    /// wait for a primary (a crashed node, a move in progress), and one whose queue is
+    /// long (a few requests) while another's is shorter or full, as Kafka's partitioner
+    /// picks among the partitions that have a leader and favours the shorter queues: a
+    /// producer's sends keep going where they are admitted now instead of queueing behind
+    /// a failover (each holding an in-flight slot of its producer). A partition passed
+    /// over is balanced to again once its queue drains or it admits. Keyed and explicit
+    /// sends are never moved. Off: strict round-robin. On by default.
+    pub balanced_skips_stalled: bool,
     /// TLS on every link (`None`, the default: plaintext). The adapters do the TLS; the
     /// core sees the same bytes either way.
     pub tls: Option<TlsConfig>,
@@ -215,6 +224,7 @@ impl Config {
             coalesce_max_bytes: 1024 * 1024,
             linger: Duration::ZERO,
             follow_refusal_view: true,
+            balanced_skips_stalled: true,
             tls: None,
         }
     }

@@ -253,6 +253,7 @@ impl ConfigBuilder {
         coalesce_max_bytes: u32,
         linger: Duration,
         follow_refusal_view: bool,
+        balanced_skips_stalled: bool,
     }
 
     /// Sets [`Config::tls`]: TLS on every link.

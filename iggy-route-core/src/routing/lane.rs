@@ -89,6 +89,16 @@ impl Lane {
         self.backoff_until.is_some_and(|until| until > now)
     }
 
+    /// Whether requests wait in this lane because its last attempt found no primary (a
+    /// node did not admit since the last route news, or the lane backs off from a stale
+    /// answer): a balanced send passes it over. An idle lane never waits, so a partition
+    /// passed over is balanced to again once its queue has drained.
+    pub(crate) fn waits_for_primary(&self, now: Instant) -> bool {
+        let troubled =
+            !self.tried.is_empty() || self.in_backoff(now) || self.recheck_node.is_some();
+        self.len() > 0 && troubled
+    }
+
     /// Removes a waiting request (its deadline passed); the active one is left alone.
     pub(crate) fn remove_waiting(&mut self, id: RequestId) -> bool {
         match self.queue.iter().position(|&queued| queued == id) {

@@ -221,7 +221,7 @@ impl Routing {
             ) => Place::Coordinator,
         };
         if room == Room::Checked {
-            self.check_room(&place, &facts)?;
+            self.check_room(now, &place, &facts)?;
         }
         let id = RequestId(self.next_request);
         self.next_request += 1;
@@ -259,7 +259,12 @@ impl Routing {
         Ok(id)
     }
 
-    fn check_room(&self, place: &Place, facts: &RequestFacts) -> Result<(), SubmitError> {
+    fn check_room(
+        &self,
+        now: Instant,
+        place: &Place,
+        facts: &RequestFacts,
+    ) -> Result<(), SubmitError> {
         let limit = self.config.max_pending_per_lane;
         let queued = match place {
             Place::Topic(topic) => {
@@ -273,7 +278,9 @@ impl Routing {
                             .filter(|(_, seen)| *seen >= self.watermark)
                             .map(|(count, _)| (count, t.balanced_cursor))
                     })
-                    .and_then(|(count, cursor)| facts.choice.resolve(count, cursor))
+                    .and_then(|(count, cursor)| {
+                        self.choose(now, topic, facts.choice, count, cursor).0
+                    })
                     .map(|partition| {
                         LaneKey::Partition(PartitionKey {
                             topic: topic.clone(),

@@ -14,6 +14,17 @@ use crate::ids::{PartitionKey, RequestId, TopicKey};
 use crate::request::RequestError;
 use crate::wire::Identifier;
 
+/// How many partitions a balanced send looks at, at most, for one that is not stalled:
+/// bounds the work per send on a topic with many partitions.
+const BALANCED_LOOK_AHEAD: u32 = 256;
+
+/// A partition queue shorter than this (requests in flight and waiting) takes a balanced
+/// send in its turn; a longer one is passed over for a shorter one. A failover stalls a
+/// partition (a crashed primary, or commits waiting 250 ms for a prepare retransmit
+/// while the next replica is down) and its queue grows: the sends go where they are
+/// admitted now, rather than each holding a producer's in-flight slot behind it.
+const BALANCED_SHORT_QUEUE: usize = 4;
+
 /// How current a partition count is, when a request is resolved against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Known {
@@ -256,10 +267,11 @@ impl Routing {
             .topics
             .get(topic)
             .map_or((0, 0), |t| (t.balanced_cursor, t.added_floor));
-        let chosen = pending.facts.choice.resolve(count, cursor);
-        if pending.facts.choice == PartitionChoice::Balanced {
+        let choice = pending.facts.choice;
+        let (chosen, steps) = self.choose(now, topic, choice, count, cursor);
+        if choice == PartitionChoice::Balanced {
             let state = self.topics.entry(topic.clone()).or_default();
-            state.balanced_cursor = state.balanced_cursor.wrapping_add(1);
+            state.balanced_cursor = state.balanced_cursor.wrapping_add(steps);
         }
         let partition = match chosen {
             // Keyed and balanced choices are always below `count`; only an explicit id can
@@ -304,6 +316,60 @@ impl Routing {
             }
         };
         self.place_in_lane(now, id, topic, partition);
+    }
+
+    /// The partition `choice` picks among `count` with the round-robin cursor at
+    /// `cursor`, and how far the choice moves the cursor. A balanced choice (see
+    /// [`Config::balanced_skips_stalled`]) looks from the cursor on, at most
+    /// [`BALANCED_LOOK_AHEAD`] partitions, for the first whose queue is short, passing over
+    /// those waiting for their primary; failing that it takes the shortest queue with
+    /// room; failing that (every one waits or is full) the cursor's own.
+    ///
+    /// [`Config::balanced_skips_stalled`]: crate::Config::balanced_skips_stalled
+    pub(super) fn choose(
+        &self,
+        now: Instant,
+        topic: &TopicKey,
+        choice: PartitionChoice,
+        count: u32,
+        cursor: u32,
+    ) -> (Option<u32>, u32) {
+        let first = choice.resolve(count, cursor);
+        if choice != PartitionChoice::Balanced || !self.config.balanced_skips_stalled {
+            return (first, 1);
+        }
+        let Some(first) = first else {
+            return (None, 1);
+        };
+        let limit = self.config.max_pending_per_lane;
+        // (queue length, partition, steps) of the shortest queue with room seen so far.
+        let mut shortest: Option<(usize, u32, u32)> = None;
+        for step in 0..count.min(BALANCED_LOOK_AHEAD) {
+            let partition = (u64::from(first) + u64::from(step)) % u64::from(count);
+            // Below `count`, a u32.
+            let partition = u32::try_from(partition).unwrap_or(first);
+            let lane = LaneKey::Partition(PartitionKey {
+                topic: topic.clone(),
+                partition,
+            });
+            let Some(lane) = self.lanes.get(&lane) else {
+                return (Some(partition), step + 1);
+            };
+            if lane.waits_for_primary(now) {
+                continue;
+            }
+            let queued = lane.len();
+            if queued < BALANCED_SHORT_QUEUE.min(limit) {
+                return (Some(partition), step + 1);
+            }
+            if queued < limit && shortest.is_none_or(|(length, ..)| queued < length) {
+                shortest = Some((queued, partition, step + 1));
+            }
+        }
+        match shortest {
+            Some((_, partition, steps)) => (Some(partition), steps),
+            None => (Some(first), 1),
+        }
     }
 
     /// Puts a request whose partition is chosen in that partition's lane.

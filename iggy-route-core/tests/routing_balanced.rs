@@ -1,0 +1,252 @@
+//! Balanced sends pass over a stalled partition (issue #16's crash: a producer's sends to
+//! the healthy partitions must not queue behind a failover), and come back to it once it
+//! admits or its queue drains; a full partition queue is passed over rather than refusing
+//! the send; keyed and explicit sends are never moved; with the option off, strict
+//! round-robin.
+#![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
+
+mod support;
+
+use std::time::Instant;
+
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::routing::{Attempt, RouteAnswer, Routing, Target};
+use iggy_route_core::{Config, NodeId, RequestId, SubmitError};
+use support::*;
+
+/// Three partitions, partition `p` led by node `p`, every lane idle.
+fn three_partitions(config: Config) -> (Instant, Routing) {
+    let t0 = origin();
+    let routing = warmed_with(config, t0, 3, &[(0, 0), (1, 1), (2, 2)]);
+    (t0, routing)
+}
+
+/// Admits a balanced send and says which partition it went to.
+fn balanced(routing: &mut Routing, now: Instant) -> (RequestId, u32) {
+    let id = routing.admit(now, send(Partitioning::Balanced)).unwrap();
+    let partition = routing.partition_of(id).expect("the count is known");
+    (id, partition)
+}
+
+/// Balanced sends until one lands on partition 1, each answered at once; then partition
+/// 1's node fails the link (not sent), which stalls its lane with that send waiting and a
+/// lookup in flight. Returns the stalled send.
+fn stall_partition_1(routing: &mut Routing, t0: Instant) -> RequestId {
+    loop {
+        let (id, partition) = balanced(routing, t0);
+        drain(routing);
+        if partition == 1 {
+            routing.handle_result(t0, id, Target::Node(NodeId(1)), Attempt::NotSent);
+            let decisions = drain(routing);
+            assert!(
+                decisions.contains(&"lookup 1".to_owned()),
+                "the lane looks its route up again: {decisions:?}"
+            );
+            return id;
+        }
+        routing.handle_result(t0, id, Target::Node(NodeId(partition)), sent(partition));
+        drain(routing);
+    }
+}
+
+#[test]
+fn balanced_sends_pass_over_a_stalled_partition_and_come_back_once_it_admits() {
+    let (t0, mut routing) = three_partitions(config());
+    let stalled = stall_partition_1(&mut routing, t0);
+    // While partition 1 waits for its primary, balanced sends go to 0 and 2 only, still
+    // in turn.
+    let mut chosen = Vec::new();
+    for _ in 0..8 {
+        let (id, partition) = balanced(&mut routing, t0);
+        drain(&mut routing);
+        routing.handle_result(t0, id, Target::Node(NodeId(partition)), sent(partition));
+        drain(&mut routing);
+        chosen.push(partition);
+    }
+    assert!(!chosen.contains(&1), "{chosen:?}");
+    assert_eq!(chosen.iter().filter(|&&p| p == 0).count(), 4, "{chosen:?}");
+    // The partition moved to node 0: the waiting send goes there and is admitted.
+    routing.handle_route(
+        t0,
+        &partition(1),
+        RouteAnswer::Primary {
+            node: NodeId(0),
+            watermark: 0,
+        },
+    );
+    let decisions = drain(&mut routing);
+    assert!(
+        decisions.contains(&format!("write {stalled} -> node0")),
+        "{decisions:?}"
+    );
+    routing.handle_result(t0, stalled, Target::Node(NodeId(0)), sent(0));
+    drain(&mut routing);
+    // Healthy again: it gets its turn.
+    let turns: Vec<u32> = (0..3)
+        .map(|_| {
+            let (id, partition) = balanced(&mut routing, t0);
+            drain(&mut routing);
+            let node = if partition == 1 { 0 } else { partition };
+            routing.handle_result(t0, id, Target::Node(NodeId(node)), sent(node));
+            drain(&mut routing);
+            partition
+        })
+        .collect();
+    assert!(turns.contains(&1), "{turns:?}");
+}
+
+#[test]
+fn a_stalled_partition_whose_queue_drained_is_balanced_to_again() {
+    let mut config = config();
+    config.request_timeout = std::time::Duration::from_secs(1);
+    let (t0, mut routing) = three_partitions(config);
+    let stalled = stall_partition_1(&mut routing, t0);
+    // The node never comes back within the deadline: the waiting send fails, and the
+    // empty lane is no longer passed over (the next balanced send to it finds out).
+    let later = t0 + std::time::Duration::from_secs(2);
+    routing.handle_timeout(later);
+    let decisions = drain(&mut routing);
+    assert!(
+        decisions.contains(&format!("completed {stalled} err")),
+        "{decisions:?}"
+    );
+    let chosen: Vec<u32> = (0..3).map(|_| balanced(&mut routing, later).1).collect();
+    assert!(chosen.contains(&1), "{chosen:?}");
+}
+
+#[test]
+fn keyed_and_explicit_sends_are_never_moved_off_a_stalled_partition() {
+    let (t0, mut routing) = three_partitions(config());
+    stall_partition_1(&mut routing, t0);
+    let explicit = routing
+        .admit(t0, send(Partitioning::PartitionId(1)))
+        .unwrap();
+    assert_eq!(routing.partition_of(explicit), Some(1));
+    // A key whose hash lands on partition 1.
+    let key = (0..64)
+        .map(|i| bytes::Bytes::from(format!("key-{i}")))
+        .find(|key| iggy_route_core::partitioning::resolve_partition(key, 3) == Some(1))
+        .unwrap();
+    let keyed = routing
+        .admit(t0, send(Partitioning::MessagesKey(key)))
+        .unwrap();
+    assert_eq!(routing.partition_of(keyed), Some(1));
+}
+
+#[test]
+fn a_full_partition_queue_is_passed_over_instead_of_refusing_a_balanced_send() {
+    for skips in [true, false] {
+        let config = Config {
+            max_pending_per_lane: 2,
+            balanced_skips_stalled: skips,
+            ..config()
+        };
+        let (t0, mut routing) = three_partitions(config);
+        // Partition 0 holds two sends (one in flight, one waiting): full.
+        for _ in 0..2 {
+            routing
+                .admit(t0, send(Partitioning::PartitionId(0)))
+                .unwrap();
+        }
+        drain(&mut routing);
+        let outcomes: Vec<Result<u32, SubmitError>> = (0..3)
+            .map(|_| {
+                routing
+                    .admit(t0, send(Partitioning::Balanced))
+                    .map(|id| routing.partition_of(id).unwrap())
+            })
+            .collect();
+        if skips {
+            assert!(
+                outcomes.iter().all(|o| matches!(o, Ok(p) if *p != 0)),
+                "{outcomes:?}"
+            );
+        } else {
+            assert!(
+                outcomes
+                    .iter()
+                    .any(|o| matches!(o, Err(SubmitError::QueueFull { .. }))),
+                "strict round-robin meets the full queue: {outcomes:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_long_partition_queue_is_passed_over_for_a_shorter_one() {
+    let (t0, mut routing) = three_partitions(config());
+    // Partition 0's node is slow (commits waiting on a retransmit): one send in flight
+    // and five waiting behind it.
+    for _ in 0..6 {
+        routing
+            .admit(t0, send(Partitioning::PartitionId(0)))
+            .unwrap();
+    }
+    drain(&mut routing);
+    let chosen: Vec<u32> = (0..4)
+        .map(|_| {
+            let (id, partition) = balanced(&mut routing, t0);
+            drain(&mut routing);
+            routing.handle_result(t0, id, Target::Node(NodeId(partition)), sent(partition));
+            drain(&mut routing);
+            partition
+        })
+        .collect();
+    assert_eq!(
+        chosen,
+        [1, 2, 1, 2],
+        "partition 0 passed over while its queue is long"
+    );
+}
+
+#[test]
+fn when_every_queue_is_long_the_shortest_takes_the_send() {
+    let (t0, mut routing) = three_partitions(config());
+    for (partition, queued) in [(0, 9), (1, 5), (2, 7)] {
+        for _ in 0..queued {
+            routing
+                .admit(t0, send(Partitioning::PartitionId(partition)))
+                .unwrap();
+        }
+    }
+    drain(&mut routing);
+    let chosen: Vec<u32> = (0..3).map(|_| balanced(&mut routing, t0).1).collect();
+    // 5 -> 6 -> 7: partition 1 until it is as long as partition 2, then partition 2's
+    // turn comes first from the cursor.
+    assert_eq!(chosen[0], 1, "{chosen:?}");
+    assert!(!chosen.contains(&0), "the longest never: {chosen:?}");
+}
+
+#[test]
+fn when_every_partition_is_stalled_the_turn_is_kept() {
+    let (t0, mut routing) = three_partitions(config());
+    // Every node fails its link: every lane stalls with a send waiting.
+    let mut stalled = Vec::new();
+    for _ in 0..3 {
+        let (id, partition) = balanced(&mut routing, t0);
+        drain(&mut routing);
+        routing.handle_result(t0, id, Target::Node(NodeId(partition)), Attempt::NotSent);
+        drain(&mut routing);
+        stalled.push(partition);
+    }
+    stalled.sort_unstable();
+    assert_eq!(stalled, [0, 1, 2]);
+    let chosen: Vec<u32> = (0..6).map(|_| balanced(&mut routing, t0).1).collect();
+    assert_eq!(
+        chosen,
+        [0, 1, 2, 0, 1, 2],
+        "plain round-robin, nothing refused"
+    );
+}
+
+#[test]
+fn with_the_option_off_balanced_sends_keep_strict_turns() {
+    let config = Config {
+        balanced_skips_stalled: false,
+        ..config()
+    };
+    let (t0, mut routing) = three_partitions(config);
+    stall_partition_1(&mut routing, t0);
+    let chosen: Vec<u32> = (0..6).map(|_| balanced(&mut routing, t0).1).collect();
+    assert_eq!(chosen.iter().filter(|&&p| p == 1).count(), 2, "{chosen:?}");
+}
