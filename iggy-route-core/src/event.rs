@@ -195,6 +195,9 @@ pub struct Stats {
     /// Refusals whose view named another node as the primary, which the refused
     /// request was written to at once (see `Config::follow_refusal_view`).
     pub refusal_views_followed: u64,
+    /// Balanced sends that went to a later partition than their turn's, which waited for
+    /// its primary or had a long queue (see `Config::balanced_skips_stalled`).
+    pub balanced_passed_over: u64,
     /// Consumer-group memberships that ended because their member link was lost (a
     /// leave is not counted): the group rebalanced without us until we join again.
     pub memberships_lost: u64,

@@ -83,6 +83,7 @@ fn every_seed_keeps_every_invariant() {
         total.protocol_violations += report.protocol_violations;
         total.coalesced += report.coalesced;
         total.refusal_views_followed += report.refusal_views_followed;
+        total.balanced_passed_over += report.balanced_passed_over;
         let (sum, one) = (&mut total.adversary, report.adversary);
         sum.not_committed += one.not_committed;
         sum.duplicated += one.duplicated;
@@ -125,12 +126,14 @@ fn every_seed_keeps_every_invariant() {
     );
     println!(
         "adversary: {:?}; replays of 57: {}; protocol violations closed: {}; sends merged \
-         into another's frame: {}; refusal views followed: {}",
+         into another's frame: {}; refusal views followed: {}; balanced sends moved past \
+         a stalled partition: {}",
         total.adversary,
         total.replays,
         total.protocol_violations,
         total.coalesced,
-        total.refusal_views_followed
+        total.refusal_views_followed,
+        total.balanced_passed_over
     );
     println!("seeds: {}", seeds.len());
     if let Some(mut out) = hashes {
@@ -167,6 +170,10 @@ fn check_coverage(total: &SimReport) {
         ),
         ("sends merged into another's frame", total.coalesced),
         ("refusal views followed", total.refusal_views_followed),
+        (
+            "balanced sends moved past a stalled partition",
+            total.balanced_passed_over,
+        ),
         ("syncs answered to a member", total.syncs_as_member),
         ("group polls that read messages", total.group_polls_read),
         ("memberships lost with their link", total.memberships_lost),

@@ -272,6 +272,9 @@ impl Routing {
         if choice == PartitionChoice::Balanced {
             let state = self.topics.entry(topic.clone()).or_default();
             state.balanced_cursor = state.balanced_cursor.wrapping_add(steps);
+            if steps > 1 {
+                self.stats.balanced_passed_over += 1;
+            }
         }
         let partition = match chosen {
             // Keyed and balanced choices are always below `count`; only an explicit id can

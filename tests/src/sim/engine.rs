@@ -438,6 +438,11 @@ impl Simulation {
                 .iter()
                 .map(|r| r.stats().refusal_views_followed)
                 .sum(),
+            balanced_passed_over: self
+                .routers
+                .iter()
+                .map(|r| r.stats().balanced_passed_over)
+                .sum(),
         }
     }
 }

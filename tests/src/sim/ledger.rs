@@ -42,6 +42,8 @@ struct Batch {
     key: Option<Bytes>,
     /// The partition is settled (seen in a log or in a receipt).
     pinned: bool,
+    /// A balanced batch: any partition the topic had may take it.
+    balanced: bool,
 }
 
 impl Batch {
@@ -51,12 +53,16 @@ impl Batch {
             self.pinned = true;
             return true;
         }
-        let Some(key) = &self.key else {
-            return false;
+        let allowed = if self.balanced {
+            counts.iter().any(|&count| partition < count)
+        } else {
+            let Some(key) = &self.key else {
+                return false;
+            };
+            counts
+                .iter()
+                .any(|&count| resolve_partition(key, count) == Some(partition))
         };
-        let allowed = counts
-            .iter()
-            .any(|&count| resolve_partition(key, count) == Some(partition));
         if self.pinned || !allowed {
             return false;
         }
@@ -137,6 +143,7 @@ impl Ledger {
             ending,
             key: send.key.clone(),
             pinned: false,
+            balanced: send.balanced,
         };
         self.batches.insert(key, batch);
         Ok(())
@@ -365,6 +372,7 @@ mod tests {
             }),
             messages: 1,
             key: None,
+            balanced: false,
         }
     }
 
@@ -443,6 +451,30 @@ mod tests {
             },
         });
         assert!(ledger.completed(0, RequestId(0), &failed).is_err());
+    }
+
+    #[test]
+    fn a_balanced_batch_settles_in_any_partition_but_only_in_one() {
+        let mut ledger = Ledger::new(Delivery::AtMostOnce, 3);
+        let send = PlannedSend {
+            balanced: true,
+            ..planned(0)
+        };
+        ledger.submitted(Some(RequestId(0)), &send).unwrap();
+        let receipt = Ok(Reply::Sent(SendReceipt {
+            partition_id: 2,
+            base_offset: Some(0),
+            messages: 1,
+            node: NodeId(0),
+        }));
+        ledger.completed(0, RequestId(0), &receipt).unwrap();
+        assert!(ledger.scan(1, &[stored(0)]).is_err(), "a second partition");
+        let mut ledger = Ledger::new(Delivery::AtMostOnce, 3);
+        ledger.submitted(Some(RequestId(0)), &send).unwrap();
+        assert!(ledger.scan(3, &[stored(0)]).is_err(), "beyond the count");
+        ledger.scan(2, &[stored(0)]).unwrap();
+        ledger.completed(0, RequestId(0), &receipt).unwrap();
+        ledger.verify_acks(&[&[], &[], &[stored(0)]]).unwrap();
     }
 
     #[test]

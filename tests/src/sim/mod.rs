@@ -95,6 +95,8 @@ pub struct SimReport {
     pub coalesced: u64,
     /// Refusals whose view the routers followed to the node it named.
     pub refusal_views_followed: u64,
+    /// Balanced sends the routers moved past a partition that waited or queued long.
+    pub balanced_passed_over: u64,
 }
 
 /// How to run a seed.

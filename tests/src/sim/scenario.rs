@@ -55,6 +55,8 @@ pub struct Scenario {
     pub linger: Duration,
     /// Whether the routers act on the view a refusal carries.
     pub follow_refusal_view: bool,
+    /// Whether balanced sends pass over stalled partitions and long queues.
+    pub balanced_skips_stalled: bool,
 }
 
 impl Scenario {
@@ -83,6 +85,8 @@ impl Scenario {
         };
         // So does following a refusal's view, added later still.
         let follow_refusal_view = !SimRng::new(seed, 0x71E3_0F58).chance(25);
+        // And passing stalled partitions over, on balanced sends (added later again).
+        let balanced_skips_stalled = !SimRng::new(seed, 0x5C1B_A1ED).chance(25);
         Self {
             seed,
             routers: rng.range(2, 4) as usize,
@@ -107,6 +111,7 @@ impl Scenario {
             coalesce_max_messages,
             linger,
             follow_refusal_view,
+            balanced_skips_stalled,
         }
     }
 
@@ -138,6 +143,7 @@ impl Scenario {
         config.coalesce_max_messages = self.coalesce_max_messages;
         config.linger = self.linger;
         config.follow_refusal_view = self.follow_refusal_view;
+        config.balanced_skips_stalled = self.balanced_skips_stalled;
         config
     }
 

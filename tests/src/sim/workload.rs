@@ -81,6 +81,9 @@ pub struct PlannedSend {
     /// The message key of a keyed send (`partition` is where it resolves under the
     /// topic's first partition count).
     pub key: Option<Bytes>,
+    /// A balanced send: it may land in any partition (`partition` is 0, a placeholder),
+    /// which its receipt or the log settles.
+    pub balanced: bool,
 }
 
 /// Every router's planned sends, in submission order.
@@ -94,6 +97,8 @@ impl Workload {
     /// The plan of `scenario` against `topic`.
     pub fn generate(scenario: &Scenario, topic: SimTopic) -> Self {
         let mut rng = SimRng::new(scenario.seed, 0x0040_4C0A_D000);
+        // Balanced sends came later: a stream of their own keeps every earlier draw.
+        let mut balancing = SimRng::new(scenario.seed, 0x0BA1_A5CE);
         let span = scenario.workload_span.as_micros() as u64;
         let mut sends = Vec::new();
         let add_partition_at =
@@ -114,12 +119,17 @@ impl Workload {
                     } else {
                         rng.range(0, u64::from(topic.partitions) - 1) as u32
                     };
-                    (Partitioning::partition_id(partition), partition, None)
+                    if balancing.chance(30) {
+                        (Partitioning::Balanced, 0, None)
+                    } else {
+                        (Partitioning::partition_id(partition), partition, None)
+                    }
                 } else {
                     let key = Bytes::from(format!("key-{}", rng.range(0, 7)));
                     let partition = resolve_partition(&key, topic.partitions).unwrap_or(0);
                     (Partitioning::MessagesKey(key.clone()), partition, Some(key))
                 };
+                let balanced = partitioning == Partitioning::Balanced;
                 let messages = rng.range(1, 3) as u32;
                 let batch_messages = (0..messages)
                     .map(|index| {
@@ -150,6 +160,7 @@ impl Workload {
                     }),
                     messages,
                     key,
+                    balanced,
                 });
             }
         }
