@@ -198,6 +198,9 @@ pub struct Stats {
     /// Balanced sends that went to a later partition than their turn's, which waited for
     /// its primary or had a long queue (see `Config::balanced_skips_stalled`).
     pub balanced_passed_over: u64,
+    /// Balanced sends that passed over at least one partition waiting for its primary
+    /// (a subset of `balanced_passed_over`, which also counts long queues passed over).
+    pub balanced_passed_stalled: u64,
     /// Consumer-group memberships that ended because their member link was lost (a
     /// leave is not counted): the group rebalanced without us until we join again.
     pub memberships_lost: u64,

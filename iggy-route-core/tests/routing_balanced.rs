@@ -250,3 +250,112 @@ fn with_the_option_off_balanced_sends_keep_strict_turns() {
     let chosen: Vec<u32> = (0..6).map(|_| balanced(&mut routing, t0).1).collect();
     assert_eq!(chosen.iter().filter(|&&p| p == 1).count(), 2, "{chosen:?}");
 }
+
+#[test]
+fn a_full_turn_with_every_other_partition_stalled_goes_to_a_stalled_one_with_room() {
+    let config = Config {
+        max_pending_per_lane: 3,
+        ..config()
+    };
+    let (t0, mut routing) = three_partitions(config);
+    // Partition 0 (the cursor's turn) is full: one send in flight, two waiting.
+    for _ in 0..3 {
+        routing
+            .admit(t0, send(Partitioning::PartitionId(0)))
+            .unwrap();
+    }
+    // Partitions 1 and 2 wait for their primary: their nodes failed the links.
+    for p in [1, 2] {
+        let id = routing
+            .admit(t0, send(Partitioning::PartitionId(p)))
+            .unwrap();
+        drain(&mut routing);
+        routing.handle_result(t0, id, Target::Node(NodeId(p)), Attempt::NotSent);
+    }
+    drain(&mut routing);
+    // A stalled queue with room holds the send until its primary is known again; the
+    // full one would refuse it.
+    let id = routing.admit(t0, send(Partitioning::Balanced));
+    let partition = id.map(|id| routing.partition_of(id).unwrap());
+    assert_eq!(partition, Ok(1));
+}
+
+#[test]
+fn a_lane_whose_backoff_ended_is_balanced_to_while_its_stale_answer_is_rechecked() {
+    let (t0, mut routing) = three_partitions(config());
+    // Node 1 refuses a send to partition 1, and the lookup names node 1 again (an
+    // election in progress): the lane backs off and remembers the stale answer.
+    let id = routing
+        .admit(t0, send(Partitioning::PartitionId(1)))
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(t0, id, Target::Node(NodeId(1)), Attempt::Refused);
+    drain(&mut routing);
+    routing.handle_route(
+        t0,
+        &partition(1),
+        RouteAnswer::Primary {
+            node: NodeId(1),
+            watermark: 0,
+        },
+    );
+    drain(&mut routing);
+    // The backoff ends and the send is written again, in flight: nothing is known to stall
+    // the partition now (the remembered answer lasts until a write is admitted, and with a
+    // consumer's polls served from the lane meanwhile, as long as they keep coming).
+    let later = t0 + std::time::Duration::from_secs(1);
+    routing.handle_timeout(later);
+    let decisions = drain(&mut routing);
+    assert!(
+        decisions.contains(&format!("write {id} -> node1")),
+        "{decisions:?}"
+    );
+    let chosen: Vec<u32> = (0..3)
+        .map(|_| {
+            let (sent_id, partition) = balanced(&mut routing, later);
+            drain(&mut routing);
+            if partition != 1 {
+                routing.handle_result(
+                    later,
+                    sent_id,
+                    Target::Node(NodeId(partition)),
+                    sent(partition),
+                );
+                drain(&mut routing);
+            }
+            partition
+        })
+        .collect();
+    assert!(chosen.contains(&1), "partition 1 gets its turn: {chosen:?}");
+}
+
+#[test]
+fn the_stats_tell_a_stalled_partition_passed_over_from_a_long_queue() {
+    let (t0, mut routing) = three_partitions(config());
+    // A long queue on partition 0 only: passed over, nothing stalled.
+    for _ in 0..6 {
+        routing
+            .admit(t0, send(Partitioning::PartitionId(0)))
+            .unwrap();
+    }
+    drain(&mut routing);
+    balanced(&mut routing, t0);
+    drain(&mut routing);
+    let stats = routing.stats();
+    assert_eq!(
+        (stats.balanced_passed_over, stats.balanced_passed_stalled),
+        (1, 0)
+    );
+    // Partition 2 (the next turn after 1) stalls: the next send that reaches its turn
+    // passes it over and says so.
+    let id = routing
+        .admit(t0, send(Partitioning::PartitionId(2)))
+        .unwrap();
+    drain(&mut routing);
+    routing.handle_result(t0, id, Target::Node(NodeId(2)), Attempt::NotSent);
+    drain(&mut routing);
+    let (_, partition) = balanced(&mut routing, t0);
+    assert_ne!(partition, 2);
+    let stats = routing.stats();
+    assert_eq!(stats.balanced_passed_stalled, 1, "{stats:?}");
+}

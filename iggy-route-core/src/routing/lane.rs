@@ -90,12 +90,15 @@ impl Lane {
     }
 
     /// Whether requests wait in this lane because its last attempt found no primary (a
-    /// node did not admit since the last route news, or the lane backs off from a stale
-    /// answer): a balanced send passes it over. An idle lane never waits, so a partition
-    /// passed over is balanced to again once its queue has drained.
+    /// node did not admit since the last route news, or the lane backs off): a balanced
+    /// send passes it over. An idle lane never waits, so a partition passed over is
+    /// balanced to again once its queue has drained.
+    ///
+    /// `recheck_node` is not asked: it outlives its backoff until a write is admitted (a
+    /// served read does not clear it), so a lane whose reads are served would be passed
+    /// over for good. Its backoff, which `in_backoff` sees, is what holds the writes.
     pub(crate) fn waits_for_primary(&self, now: Instant) -> bool {
-        let troubled =
-            !self.tried.is_empty() || self.in_backoff(now) || self.recheck_node.is_some();
+        let troubled = !self.tried.is_empty() || self.in_backoff(now);
         self.len() > 0 && troubled
     }
 

@@ -279,7 +279,8 @@ impl Routing {
                             .map(|(count, _)| (count, t.balanced_cursor))
                     })
                     .and_then(|(count, cursor)| {
-                        self.choose(now, topic, facts.choice, count, cursor).0
+                        self.choose(now, topic, facts.choice, count, cursor)
+                            .partition
                     })
                     .map(|partition| {
                         LaneKey::Partition(PartitionKey {

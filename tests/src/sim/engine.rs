@@ -443,6 +443,11 @@ impl Simulation {
                 .iter()
                 .map(|r| r.stats().balanced_passed_over)
                 .sum(),
+            balanced_passed_stalled: self
+                .routers
+                .iter()
+                .map(|r| r.stats().balanced_passed_stalled)
+                .sum(),
         }
     }
 }

@@ -97,6 +97,8 @@ pub struct SimReport {
     pub refusal_views_followed: u64,
     /// Balanced sends the routers moved past a partition that waited or queued long.
     pub balanced_passed_over: u64,
+    /// Of those, the sends that passed over a partition waiting for its primary.
+    pub balanced_passed_stalled: u64,
 }
 
 /// How to run a seed.
