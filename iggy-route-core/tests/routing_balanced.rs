@@ -28,6 +28,15 @@ fn balanced(routing: &mut Routing, now: Instant) -> (RequestId, u32) {
     (id, partition)
 }
 
+/// Admits `sends` explicit sends to `partition` (the first goes in flight, the rest wait).
+fn queue_explicit(routing: &mut Routing, now: Instant, partition: u32, sends: usize) {
+    for _ in 0..sends {
+        routing
+            .admit(now, send(Partitioning::PartitionId(partition)))
+            .unwrap();
+    }
+}
+
 /// Balanced sends until one lands on partition 1, each answered at once; then partition
 /// 1's node fails the link (not sent), which stalls its lane with that send waiting and a
 /// lookup in flight. Returns the stalled send.
@@ -143,11 +152,7 @@ fn a_full_partition_queue_is_passed_over_instead_of_refusing_a_balanced_send() {
         };
         let (t0, mut routing) = three_partitions(config);
         // Partition 0 holds two sends (one in flight, one waiting): full.
-        for _ in 0..2 {
-            routing
-                .admit(t0, send(Partitioning::PartitionId(0)))
-                .unwrap();
-        }
+        queue_explicit(&mut routing, t0, 0, 2);
         drain(&mut routing);
         let outcomes: Vec<Result<u32, SubmitError>> = (0..3)
             .map(|_| {
@@ -177,11 +182,7 @@ fn a_long_partition_queue_is_passed_over_for_a_shorter_one() {
     let (t0, mut routing) = three_partitions(config());
     // Partition 0's node is slow (commits waiting on a retransmit): one send in flight
     // and five waiting behind it.
-    for _ in 0..6 {
-        routing
-            .admit(t0, send(Partitioning::PartitionId(0)))
-            .unwrap();
-    }
+    queue_explicit(&mut routing, t0, 0, 6);
     drain(&mut routing);
     let chosen: Vec<u32> = (0..4)
         .map(|_| {
@@ -203,11 +204,7 @@ fn a_long_partition_queue_is_passed_over_for_a_shorter_one() {
 fn when_every_queue_is_long_the_shortest_takes_the_send() {
     let (t0, mut routing) = three_partitions(config());
     for (partition, queued) in [(0, 9), (1, 5), (2, 7)] {
-        for _ in 0..queued {
-            routing
-                .admit(t0, send(Partitioning::PartitionId(partition)))
-                .unwrap();
-        }
+        queue_explicit(&mut routing, t0, partition, queued);
     }
     drain(&mut routing);
     let chosen: Vec<u32> = (0..3).map(|_| balanced(&mut routing, t0).1).collect();
@@ -259,11 +256,7 @@ fn a_full_turn_with_every_other_partition_stalled_goes_to_a_stalled_one_with_roo
     };
     let (t0, mut routing) = three_partitions(config);
     // Partition 0 (the cursor's turn) is full: one send in flight, two waiting.
-    for _ in 0..3 {
-        routing
-            .admit(t0, send(Partitioning::PartitionId(0)))
-            .unwrap();
-    }
+    queue_explicit(&mut routing, t0, 0, 3);
     // Partitions 1 and 2 wait for their primary: their nodes failed the links.
     for p in [1, 2] {
         let id = routing
@@ -300,9 +293,11 @@ fn a_lane_whose_backoff_ended_is_balanced_to_while_its_stale_answer_is_rechecked
         },
     );
     drain(&mut routing);
-    // The backoff ends and the send is written again, in flight: nothing is known to stall
-    // the partition now (the remembered answer lasts until a write is admitted, and with a
-    // consumer's polls served from the lane meanwhile, as long as they keep coming).
+    // The backoff ends and the send is written again, in flight: the lane counts as
+    // healthy now, although the remembered answer lasts until a write is admitted. This is
+    // a trade-off: were the remembered answer counted, a lane whose consumer polls keep it
+    // busy (a served poll does not clear it) would be passed over for good; counted as
+    // healthy, a few balanced sends may queue behind a retry that is refused again.
     let later = t0 + std::time::Duration::from_secs(1);
     routing.handle_timeout(later);
     let decisions = drain(&mut routing);
@@ -333,11 +328,7 @@ fn a_lane_whose_backoff_ended_is_balanced_to_while_its_stale_answer_is_rechecked
 fn the_stats_tell_a_stalled_partition_passed_over_from_a_long_queue() {
     let (t0, mut routing) = three_partitions(config());
     // A long queue on partition 0 only: passed over, nothing stalled.
-    for _ in 0..6 {
-        routing
-            .admit(t0, send(Partitioning::PartitionId(0)))
-            .unwrap();
-    }
+    queue_explicit(&mut routing, t0, 0, 6);
     drain(&mut routing);
     balanced(&mut routing, t0);
     drain(&mut routing);
@@ -358,4 +349,60 @@ fn the_stats_tell_a_stalled_partition_passed_over_from_a_long_queue() {
     assert_ne!(partition, 2);
     let stats = routing.stats();
     assert_eq!(stats.balanced_passed_stalled, 1, "{stats:?}");
+}
+
+/// A send of one message to `partition` of topic 1/`topic`.
+fn send_to_topic(topic: u32, partition: u32) -> iggy_route_core::Request {
+    let mut request = send(Partitioning::PartitionId(partition));
+    if let iggy_route_core::Request::Send(send) = &mut request {
+        send.topic = iggy_route_core::wire::Identifier::Numeric(topic);
+    }
+    request
+}
+
+#[test]
+fn another_topics_stalled_lanes_do_not_steer_a_balanced_send() {
+    // Topic 1/1 has a lane for partition 0 only: its partitions 1 and 2 have none.
+    let t0 = origin();
+    let mut routing = warmed_with(config(), t0, 3, &[(0, 0)]);
+    // Topic 1/2, whose lanes follow topic 1/1's in key order: its partitions 1 and 2 stall
+    // with a send waiting each (their nodes failed the links).
+    let other = iggy_route_core::TopicKey {
+        stream: iggy_route_core::wire::Identifier::Numeric(1),
+        topic: iggy_route_core::wire::Identifier::Numeric(2),
+    };
+    let stalled: Vec<RequestId> = [1, 2]
+        .iter()
+        .map(|&p| routing.admit(t0, send_to_topic(2, p)).unwrap())
+        .collect();
+    routing.handle_topic(
+        t0,
+        &other,
+        iggy_route_core::routing::TopicAnswer::Found {
+            partitions_count: 3,
+        },
+    );
+    for (&id, p) in stalled.iter().zip([1u32, 2]) {
+        let key = iggy_route_core::PartitionKey {
+            topic: other.clone(),
+            partition: p,
+        };
+        routing.handle_route(
+            t0,
+            &key,
+            RouteAnswer::Primary {
+                node: NodeId(p),
+                watermark: 0,
+            },
+        );
+        drain(&mut routing);
+        routing.handle_result(t0, id, Target::Node(NodeId(p)), Attempt::NotSent);
+    }
+    drain(&mut routing);
+    // Topic 1/1: partition 0 (the turn) has a long queue; 1 and 2 have no lane (idle).
+    queue_explicit(&mut routing, t0, 0, 6);
+    drain(&mut routing);
+    let (_, partition) = balanced(&mut routing, t0);
+    assert_eq!(partition, 1, "the next partition of its own topic, idle");
+    assert_eq!(routing.stats().balanced_passed_stalled, 0);
 }

@@ -37,7 +37,8 @@ pub type Regenerate = Arc<dyn Fn(u128) -> Bytes + Send + Sync>;
 pub struct Retention {
     /// Payload window per partition, in bytes of payload, user headers and per-message
     /// record. The default (16 MiB) holds every payload of the tests that read payloads
-    /// back from the log, and bounds the demo's and the chaos test's.
+    /// back from the log, and bounds the chaos test's. The demo keeps 1 MiB (it reads only
+    /// counts): growing and compacting a large window runs under the cluster's one lock.
     pub payload_bytes: usize,
     /// Regenerates dropped payloads; `None`: reads of them fail with [`Evicted`].
     pub regenerate: Option<Regenerate>,
