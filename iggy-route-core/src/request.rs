@@ -8,8 +8,8 @@ use bytes::Bytes;
 use crate::ids::{NodeId, PartitionKey};
 use crate::partitioning::Partitioning;
 use crate::wire::{
-    self, Consumer, ErrorCode, HEADER_SIZE, Identifier, Message, Name, PollMessagesReply,
-    PollingStrategy, StreamDetails, TopicDetails, WireError,
+    self, Consumer, ErrorCode, EvictionReason, HEADER_SIZE, Identifier, Message, Name,
+    PollMessagesReply, PollingStrategy, StreamDetails, TopicDetails, WireError,
 };
 
 /// One request for the router.
@@ -27,6 +27,15 @@ pub enum Request {
     /// Any other command of the protocol, encoded by its caller (see [`CommandRequest`]).
     Command(CommandRequest),
 }
+
+/// The codes that sign a session in: never carried as a raw command (a logout is, as
+/// `Call::logout_user`, and the next request signs in again).
+const SESSION_COMMANDS: [u32; 4] = [
+    wire::code::LOGIN_USER,
+    wire::code::LOGIN_REGISTER,
+    wire::code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN,
+    wire::code::LOGIN_REGISTER_WITH_PAT,
+];
 
 /// Largest payload of one message (`iggy_message.rs`, protocol §1.10).
 const MAX_PAYLOAD: usize = 64_000_000;
@@ -78,7 +87,12 @@ impl Request {
                     + wire::BATCH_HEADER_SIZE
                     + frames
             }
-            Request::Command(command) => command.body.len(),
+            Request::Command(command) => {
+                if SESSION_COMMANDS.contains(&command.code) {
+                    return Err(SubmitError::SessionCommand { code: command.code });
+                }
+                command.body.len()
+            }
             Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => 0,
         };
         let size = HEADER_SIZE.saturating_add(body_len);
@@ -358,6 +372,28 @@ pub enum RequestError {
         /// The per-partition limit.
         limit: usize,
     },
+    /// The server ended the session in answer to this request (an eviction that blames
+    /// the request, such as a body or operation it refuses, or the second eviction in a
+    /// row with the request in flight). Nothing was stored: the server evicts before it
+    /// processes the request. It is not written again; the session is signed in again
+    /// for every other request.
+    #[error("evicted by the server ({reason:?}): {code}")]
+    Evicted {
+        /// The reason the server gave.
+        reason: EvictionReason,
+        /// The error the SDK 0.11.0 reports for this eviction.
+        code: ErrorCode,
+    },
+    /// The link closed under this read twice in a row, each time with the read in flight:
+    /// it may be what the node closes it for, so it is not written a third time.
+    #[error("connection lost twice with the request in flight ({})", node.map_or_else(|| "the coordinator".to_owned(), |node| node.to_string()))]
+    ConnectionLost {
+        /// The node of the second link (`None`: the coordinator's).
+        node: Option<NodeId>,
+    },
+    /// Its caller withdrew it (see `Router::withdraw`) before it was written.
+    #[error("withdrawn by its caller before it was sent")]
+    Withdrawn,
     /// The router was shut down.
     #[error("router shut down")]
     Shutdown,
@@ -387,6 +423,14 @@ pub enum SubmitError {
     /// A field of the request cannot be encoded (for example a message key over 255 bytes).
     #[error("invalid request: {0}")]
     Invalid(WireError),
+    /// A login code given as a [`Request::Command`]: it would replace the session every
+    /// other request shares (or, for the legacy codes, end it), so it is refused here, as
+    /// the SDK 0.11.0 refuses it (`InvalidCommand`). Credentials are given at connect.
+    #[error("command {code} signs a session in and cannot be sent as a raw command")]
+    SessionCommand {
+        /// The code.
+        code: u32,
+    },
     /// The router is shutting down and takes no new requests.
     #[error("router closed")]
     Closed,

@@ -489,3 +489,201 @@ fn a_metadata_write_answered_57_in_its_result_section_is_replayed_not_failed() {
     );
     assert_eq!(h.router.stats().replays, 3);
 }
+
+/// A raw command on the session plane (the coordinator's link).
+fn raw_command(code: u32) -> Request {
+    Request::Command(iggy_route_core::CommandRequest {
+        code,
+        body: Bytes::new(),
+        plane: iggy_route_core::Plane::Session,
+    })
+}
+
+impl Harness {
+    fn command(&mut self, code: u32) -> RequestId {
+        let id = self.router.submit(self.now, raw_command(code)).unwrap();
+        self.run();
+        id
+    }
+
+    fn written_named(&self, name: &str) -> usize {
+        self.written.iter().filter(|(_, _, n)| n == name).count()
+    }
+
+    /// The most links opened within any one second.
+    fn most_connects_in_a_second(&self) -> usize {
+        self.connects
+            .iter()
+            .map(|from| {
+                self.connects
+                    .iter()
+                    .filter(|at| **at >= *from && **at < *from + Duration::from_secs(1))
+                    .count()
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[test]
+fn a_request_the_server_evicts_for_fails_at_once_and_is_never_written_again() {
+    use iggy_route_core::wire::{ErrorCode, EvictionReason};
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
+    h.cluster
+        .evict_codes
+        .insert(9_999, EvictionReason::InvalidRequestBody);
+    let logins = h.cluster.logins;
+    let asked = h.now;
+    let bad = h.command(9_999);
+    // Answered in the same instant: no deadline, no replay.
+    assert_eq!(
+        h.outcome(bad).as_ref().unwrap_err(),
+        &RequestError::Evicted {
+            reason: EvictionReason::InvalidRequestBody,
+            code: ErrorCode::InvalidCommand,
+        }
+    );
+    assert_eq!(h.now, asked);
+    h.advance_to(Duration::from_secs(40));
+    assert_eq!(h.written_named("code 9999 EVICTED"), 1);
+    // The session is signed in again once, for everyone else, and serves them.
+    assert_eq!(h.cluster.logins, logins + 1);
+    let send = h.send(0);
+    assert!(h.outcome(send).is_ok(), "{:?}", h.outcome(send));
+}
+
+#[test]
+fn a_session_eviction_is_written_again_once_and_then_ends_the_request() {
+    use iggy_route_core::wire::{ErrorCode, EvictionReason, code};
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
+    // "No session" says nothing against the request: it goes again on a new session. A
+    // second one in a row makes it the likely cause.
+    h.cluster
+        .evict_codes
+        .insert(code::GET_ME, EvictionReason::NoSession);
+    let logins = h.cluster.logins;
+    let me = h.command(code::GET_ME);
+    h.advance_to(Duration::from_secs(40));
+    assert_eq!(
+        h.outcome(me).as_ref().unwrap_err(),
+        &RequestError::Evicted {
+            reason: EvictionReason::NoSession,
+            code: ErrorCode::Unauthenticated,
+        }
+    );
+    assert_eq!(
+        h.written_named(&format!("code {} EVICTED", code::GET_ME)),
+        2
+    );
+    assert_eq!(h.cluster.logins, logins + 2);
+}
+
+#[test]
+fn a_read_never_answered_twice_is_not_written_a_third_time() {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |config| {
+        config.attempt_timeout = Duration::from_millis(500);
+    });
+    // The node swallows this command: each time its link falls silent and is closed.
+    h.script = Box::new(|name, reply| {
+        if name == "code 9998" {
+            Vec::new()
+        } else {
+            vec![reply]
+        }
+    });
+    let silent = h.command(9_998);
+    h.advance_to(Duration::from_secs(40));
+    assert!(
+        matches!(h.outcome(silent), Err(RequestError::ConnectionLost { .. })),
+        "{:?}",
+        h.outcome(silent)
+    );
+    assert_eq!(h.written_named("code 9998"), 2);
+}
+
+#[test]
+fn requests_that_each_end_a_session_never_storm_a_node_with_sign_ins() {
+    use iggy_route_core::wire::EvictionReason;
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |config| {
+        config.max_pending_requests = 10_000;
+    });
+    // Every one of them ends the session it is written on, and a send waits among them.
+    h.cluster
+        .evict_codes
+        .insert(9_999, EvictionReason::NoSession);
+    // The partition's route is known, as it is for a producer already sending.
+    let warm = h.send(0);
+    assert!(h.outcome(warm).is_ok(), "{:?}", h.outcome(warm));
+    // Each ends two sessions, a hundred sign-ins in all: more than a node's budget for
+    // several seconds.
+    let doomed: Vec<RequestId> = (0..50).map(|_| h.command(9_999)).collect();
+    // A send of a partition whose route every new session makes stale (its sign-in moves
+    // the metadata watermark): its lookup goes ahead of the doomed requests, on the
+    // first session the budget allows.
+    let send = h.send(0);
+    h.advance_to(Duration::from_millis(1_100));
+    assert!(h.outcome(send).is_ok(), "{:?}", h.outcome(send));
+    h.advance_to(Duration::from_secs(40));
+    for id in &doomed {
+        assert!(
+            matches!(h.outcome(*id), Err(RequestError::Evicted { .. })),
+            "{:?}",
+            h.outcome(*id)
+        );
+    }
+    // A full pool and a coordinator, twice over, per second at most.
+    let most = h.most_connects_in_a_second();
+    assert!(most <= 18, "{most} links opened within one second");
+}
+
+#[test]
+fn a_login_code_is_refused_before_anything_is_sent() {
+    use iggy_route_core::SubmitError;
+    use iggy_route_core::wire::code;
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |_| {});
+    let written = h.written.len();
+    for login in [
+        code::LOGIN_USER,
+        code::LOGIN_REGISTER,
+        code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN,
+        code::LOGIN_REGISTER_WITH_PAT,
+    ] {
+        assert_eq!(
+            h.router.submit(h.now, raw_command(login)).unwrap_err(),
+            SubmitError::SessionCommand { code: login }
+        );
+    }
+    h.run();
+    assert_eq!(h.written.len(), written);
+}
+
+#[test]
+fn a_withdrawn_request_is_never_written_and_one_on_the_wire_completes_as_usual() {
+    use iggy_route_core::wire::code;
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |config| {
+        config.attempt_timeout = Duration::from_millis(500);
+    });
+    // The node swallows the first command, so the second waits behind it on the session.
+    h.script = Box::new(|name, reply| {
+        if name == "code 9998" {
+            Vec::new()
+        } else {
+            vec![reply]
+        }
+    });
+    let on_the_wire = h.command(9_998);
+    let queued = h.command(code::GET_ME);
+    assert!(h.router.withdraw(h.now, queued));
+    assert!(!h.router.withdraw(h.now, on_the_wire));
+    h.run();
+    assert!(
+        matches!(h.outcome(queued), Err(RequestError::Withdrawn)),
+        "{:?}",
+        h.outcome(queued)
+    );
+    h.advance_to(Duration::from_secs(40));
+    assert_eq!(h.written_named(&format!("code {}", code::GET_ME)), 0);
+    assert!(h.outcome(on_the_wire).is_err());
+    // Withdrawing what is over does nothing.
+    assert!(!h.router.withdraw(h.now, queued));
+}

@@ -73,6 +73,9 @@ impl From<RequestError> for ClientError {
             | RequestError::NoRoute { .. }
             | RequestError::SignIn { .. }
             | RequestError::Malformed(_)
+            | RequestError::Evicted { .. }
+            | RequestError::ConnectionLost { .. }
+            | RequestError::Withdrawn
             | RequestError::Shutdown) => Self::Request(other),
         }
     }
@@ -85,6 +88,7 @@ impl From<SubmitError> for ClientError {
             other @ (SubmitError::FrameTooLarge { .. }
             | SubmitError::EmptyBatch
             | SubmitError::Invalid(_)
+            | SubmitError::SessionCommand { .. }
             | SubmitError::Closed) => Self::Submit(other),
         }
     }

@@ -48,6 +48,9 @@ pub struct FakeCluster {
     pub logins: usize,
     /// Sends refused (status 58).
     pub refusals: usize,
+    /// Commands (by code) answered with an eviction of this reason instead of a reply, as
+    /// the real server answers a legacy login code or a body it refuses.
+    pub evict_codes: BTreeMap<u32, crate::wire::EvictionReason>,
 }
 
 impl FakeCluster {
@@ -65,6 +68,7 @@ impl FakeCluster {
             logs: BTreeMap::new(),
             logins: 0,
             refusals: 0,
+            evict_codes: BTreeMap::new(),
         }
     }
 
@@ -73,20 +77,31 @@ impl FakeCluster {
         let Ok(Frame::Request { header, body }) = decode_one(frame) else {
             panic!("router sent something that is not one request frame");
         };
+        let evicted = match header.operation {
+            Operation::Register if self.refuse_logins => {
+                Some(crate::wire::EvictionReason::InvalidCredentials)
+            }
+            Operation::NonReplicated => self.evict_codes.get(&header.code).copied(),
+            _ => None,
+        };
+        if let Some(reason) = evicted {
+            let eviction = crate::wire::EvictionHeader {
+                cluster: 0,
+                client: header.client,
+                server_protocol_version: 0,
+                server_protocol_version_min: 0,
+                reason,
+            };
+            let mut frame = BytesMut::new();
+            eviction.encode(&mut frame);
+            let name = match header.operation {
+                Operation::Register => "LOGIN EVICTED".to_owned(),
+                _ => format!("code {} EVICTED", header.code),
+            };
+            return (name, frame.freeze());
+        }
         let mut out = BytesMut::new();
         let (name, status, commit) = match header.operation {
-            Operation::Register if self.refuse_logins => {
-                let eviction = crate::wire::EvictionHeader {
-                    cluster: 0,
-                    client: header.client,
-                    server_protocol_version: 0,
-                    server_protocol_version_min: 0,
-                    reason: crate::wire::EvictionReason::InvalidCredentials,
-                };
-                let mut frame = BytesMut::new();
-                eviction.encode(&mut frame);
-                return ("LOGIN EVICTED".to_owned(), frame.freeze());
-            }
             Operation::Register => {
                 self.logins += 1;
                 self.next_session += 1;

@@ -67,18 +67,8 @@ impl Router {
         let (header, body) = match frame {
             Frame::Reply { header, body } => (header, body),
             Frame::Eviction(eviction) => {
-                let code = eviction.error_code();
-                debug!(link = %link_id, %code, "evicted");
                 link.in_flight = Some(in_flight);
-                if matches!(link.in_flight.as_ref().map(|f| &f.job), Some(Job::Login)) {
-                    self.sign_in_failed(now, link_id, code);
-                } else if maybe_applied {
-                    // Settled by the rules of a lost link: the write's outcome is unknown.
-                    self.close_link(now, link_id);
-                } else {
-                    // The session is gone; the request was not processed under it.
-                    self.unsend_in_flight(now, link_id);
-                }
+                self.evicted(now, link_id, &eviction, maybe_applied);
                 return;
             }
             Frame::Request { .. } => {
@@ -104,6 +94,9 @@ impl Router {
         }
         if !matches!(in_flight.job, Job::Login) && !session_lost(&header) {
             self.link_proven(link_id);
+            if let Job::Request(request, _) = in_flight.job {
+                self.session_answered(request);
+            }
         }
         match in_flight.job {
             Job::Login => self.login_reply(now, link_id, &header, body),
@@ -196,7 +189,7 @@ impl Router {
 
     /// The credentials (or the protocol version) were refused: every request waiting for a
     /// session fails with the server's reason, and the node backs off before the next try.
-    fn sign_in_failed(&mut self, now: Instant, link_id: LinkId, code: ErrorCode) {
+    pub(super) fn sign_in_failed(&mut self, now: Instant, link_id: LinkId, code: ErrorCode) {
         warn!(link = %link_id, %code, "sign-in refused");
         let fatal = matches!(
             code,
@@ -394,7 +387,7 @@ impl Router {
                 }
             },
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
-                let attempt = self.status_attempt(now, link_id, code, maybe_applied);
+                let attempt = self.status_attempt(now, (link_id, request), code, maybe_applied);
                 self.named_by_refusal(attempt, node, header)
             }
             Err(ReplyError::Malformed(error)) => Attempt::Failed(RequestError::Malformed(error)),
@@ -446,7 +439,7 @@ impl Router {
             Err(ReplyError::Malformed(error)) => Err(error),
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
                 // The same for every send in the frame as for one.
-                let attempt = self.status_attempt(now, link_id, code, maybe_applied);
+                let attempt = self.status_attempt(now, (link_id, request), code, maybe_applied);
                 let attempt = self.named_by_refusal(attempt, node, header);
                 self.routing.handle_result(now, request, target, attempt);
                 return;
@@ -513,7 +506,7 @@ impl Router {
     pub(super) fn status_attempt(
         &mut self,
         now: Instant,
-        link_id: LinkId,
+        (link_id, request): (LinkId, RequestId),
         code: ErrorCode,
         maybe_applied: bool,
     ) -> Attempt {
@@ -521,10 +514,13 @@ impl Router {
             Attempt::Refused
         } else if is_session_lost(code) {
             // This frame was never processed under a live session: sign in again and send
-            // anew, unless an earlier copy was answered 57 and may commit.
+            // anew, unless an earlier copy was answered 57 and may commit, or this is the
+            // second session in a row it found gone.
             self.close_link_quietly(now, link_id);
             if maybe_applied {
                 Attempt::Unknown
+            } else if self.session_lost_under(request) {
+                Attempt::Failed(RequestError::Server { code })
             } else {
                 Attempt::NotSent
             }
@@ -542,7 +538,7 @@ impl Router {
     }
 
     /// The request in flight on a link that lost its session was not processed.
-    fn unsend_in_flight(&mut self, now: Instant, link_id: LinkId) {
+    pub(super) fn unsend_in_flight(&mut self, now: Instant, link_id: LinkId) {
         let job = self
             .links
             .get_mut(&link_id)

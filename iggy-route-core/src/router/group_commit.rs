@@ -153,7 +153,7 @@ impl Router {
                         .handle_result(now, request, commit.routed, attempt);
                 }
                 Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
-                    let attempt = self.status_attempt(now, link_id, code, false);
+                    let attempt = self.status_attempt(now, (link_id, request), code, false);
                     self.commit_over(now, request, commit.routed, attempt);
                 }
                 Err(ReplyError::Malformed(error)) => {
@@ -166,7 +166,7 @@ impl Router {
                     Ok(payload) => PollMessagesReply::decode(&payload)
                         .map_err(|error| Attempt::Failed(RequestError::Malformed(error))),
                     Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
-                        Err(self.status_attempt(now, link_id, code, false))
+                        Err(self.status_attempt(now, (link_id, request), code, false))
                     }
                     Err(ReplyError::Malformed(error)) => {
                         Err(Attempt::Failed(RequestError::Malformed(error)))

@@ -31,6 +31,10 @@ impl Router {
         let id = LinkId(self.next_link);
         self.next_link += 1;
         let client_id = self.rng.client_id();
+        let limit = self.sign_in_limit();
+        if let Some(entry) = self.node_mut(node) {
+            entry.record_open(now, limit);
+        }
         let link = Link::new(id, node, role, client_id, self.config.max_frame_size, now);
         self.links.insert(id, link);
         if let Some(entry) = self.node_mut(node)
@@ -50,10 +54,11 @@ impl Router {
     /// Opens the coordinator link on its node, unless that node is backing off.
     pub(super) fn connect_coordinator(&mut self, now: Instant) -> bool {
         let node = self.coordinator.node;
+        let limit = self.sign_in_limit();
         let Some(entry) = self.node(node) else {
             return false;
         };
-        if entry.retry_at.is_some_and(|at| at > now) {
+        if entry.ready_at(now, limit).is_some() {
             return false;
         }
         self.coordinator.link = self.open_link(now, node, LinkRole::Coordinator);
@@ -300,8 +305,8 @@ impl Router {
             // link (answered by `memberships_gone`).
             Job::Request(_, _) if leaving => {}
             Job::Request(request, target) => {
-                self.routing
-                    .handle_result(now, request, target, Attempt::Unknown);
+                let attempt = self.lost_in_flight(request, target);
+                self.routing.handle_result(now, request, target, attempt);
             }
         }
     }

@@ -26,8 +26,10 @@ mod lifecycle;
 mod link;
 mod link_table;
 mod membership;
+mod node;
 mod requests;
 mod service;
+mod session_loss;
 mod timer;
 
 pub use timer::TimerKind;
@@ -46,6 +48,7 @@ use crate::rng::Rng;
 use crate::routing::{Routing, RoutingCommands, Target};
 
 use link_table::LinkTable;
+use node::Node;
 
 /// Why the transport could not open a connection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -146,19 +149,6 @@ impl std::fmt::Debug for Output {
     }
 }
 
-/// What is known of one node.
-#[derive(Debug)]
-struct Node {
-    addr: String,
-    /// Consecutive failed connection attempts.
-    failures: u32,
-    /// No connection attempt before this instant.
-    retry_at: Option<Instant>,
-    /// A link to this node was lost (or failed) since the last one was opened: the next
-    /// link opened to it is a reconnect.
-    lost_link: bool,
-}
-
 /// Work for the coordinator link, done one exchange at a time in this order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum CoordJob {
@@ -217,12 +207,7 @@ impl Router {
             .seeds
             .iter()
             .take(config.max_nodes.max(1))
-            .map(|addr| Node {
-                addr: addr.clone(),
-                failures: 0,
-                retry_at: None,
-                lost_link: false,
-            })
+            .map(|addr| Node::new(addr))
             .collect();
         let routing = Routing::new(config.clone(), seed ^ 0x5EED_0F0B_00C0, now);
         let mut router = Self {
@@ -376,8 +361,13 @@ impl Router {
             .routing
             .next_timer()
             .map(|(at, timer)| (at, TimerKind::Routing(timer)));
+        let now = self.last_now;
+        let limit = self.sign_in_limit();
         let redial = (self.coordinator.link.is_none() && !self.closed)
-            .then(|| self.node(self.coordinator.node).and_then(|n| n.retry_at))
+            .then(|| {
+                self.node(self.coordinator.node)
+                    .and_then(|n| n.ready_at(now, limit))
+            })
             .flatten()
             .map(|at| (at, TimerKind::CoordinatorReconnect));
         // A node's pool grows only past its backoff (see `grow_pool`): requests waiting
@@ -386,8 +376,8 @@ impl Router {
             .ready
             .iter()
             .filter(|(_, waiting)| !waiting.is_empty())
-            .filter_map(|(node, _)| self.node(*node).and_then(|n| n.retry_at))
-            .filter(|at| *at > self.last_now)
+            .filter_map(|(node, _)| self.node(*node).and_then(|n| n.ready_at(now, limit)))
+            .filter(|at| *at > now)
             .min()
             .map(|at| (at, TimerKind::NodeRetry));
         [routing, self.links.next(), redial, pool_retry]
@@ -478,6 +468,13 @@ impl Router {
         self.nodes.get(node.0 as usize)
     }
 
+    /// Sign-ins one node may be asked for within a second: a full pool and a coordinator,
+    /// twice over. A node that ends every session it signs in (an eviction for each
+    /// request, a drop after each login) is so redialled a few times a second at most.
+    fn sign_in_limit(&self) -> usize {
+        2 * (self.config.data_links_per_node.max(1) + 1)
+    }
+
     fn node_mut(&mut self, node: NodeId) -> Option<&mut Node> {
         self.nodes.get_mut(node.0 as usize)
     }
@@ -491,12 +488,7 @@ impl Router {
             warn!(%addr, "node table full; roster entry ignored");
             return None;
         }
-        self.nodes.push(Node {
-            addr: addr.to_owned(),
-            failures: 0,
-            retry_at: None,
-            lost_link: false,
-        });
+        self.nodes.push(Node::new(addr));
         u32::try_from(self.nodes.len() - 1).ok().map(NodeId)
     }
 

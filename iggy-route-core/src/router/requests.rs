@@ -39,6 +39,9 @@ pub(super) struct Entry {
     /// A member's auto-commit poll, accepted without its commit: its offset is written as
     /// the group's offset write once it is served (see `Router::group_auto_commit`).
     pub(super) group_auto_commit: bool,
+    /// Links lost (closed, evicted, silent) with it in flight since it was last answered:
+    /// at two it is not written again (see `Router::session_lost_under`).
+    pub(super) sessions_lost: u8,
 }
 
 impl Router {
@@ -74,6 +77,7 @@ impl Router {
             commit_for: None,
             group_commit: None,
             group_auto_commit,
+            sessions_lost: 0,
         };
         self.requests.insert(id, entry);
         Ok(id)
@@ -124,7 +128,8 @@ impl Router {
                 SubmitError::Closed
                 | SubmitError::EmptyBatch
                 | SubmitError::FrameTooLarge { .. }
-                | SubmitError::Invalid(_) => RequestError::Shutdown,
+                | SubmitError::Invalid(_)
+                | SubmitError::SessionCommand { .. } => RequestError::Shutdown,
             })?;
         debug!(poll = %poll_id, store = %store_id, offset = last, "storing a polled offset on the primary");
         self.requests.insert(
@@ -141,6 +146,7 @@ impl Router {
                 commit_for: Some((poll_id, reply)),
                 group_commit: None,
                 group_auto_commit: false,
+                sessions_lost: 0,
             },
         );
         if let Some(poll) = self.requests.get_mut(&poll_id) {

@@ -92,10 +92,10 @@ impl Router {
                     }
                 }
                 Decision::FetchRoute { partition } => {
-                    self.coordinator.queue.push_back(CoordJob::Route(partition));
+                    self.queue_lookup(CoordJob::Route(partition));
                 }
                 Decision::FetchTopic { topic } => {
-                    self.coordinator.queue.push_back(CoordJob::Topic(topic));
+                    self.queue_lookup(CoordJob::Topic(topic));
                 }
                 Decision::FetchRoster => {
                     if !self.coordinator.queue.contains(&CoordJob::Roster) {
@@ -105,6 +105,21 @@ impl Router {
                 Decision::Completed { request, outcome } => self.finish_request(request, outcome),
                 Decision::Event(event) => self.outputs.push_back(Output::Event(event)),
             }
+        }
+    }
+
+    /// Queues one of the router's own lookups on the coordinator ahead of the callers'
+    /// requests waiting there (after the lookups queued before it): every request of a
+    /// partition or topic waits for it, and a caller's session request that the node keeps
+    /// answering by ending the session must not hold up everyone else's sends.
+    fn queue_lookup(&mut self, job: CoordJob) {
+        let queue = &mut self.coordinator.queue;
+        let first_request = queue
+            .iter()
+            .position(|queued| matches!(queued, CoordJob::Request(_)));
+        match first_request {
+            Some(at) => queue.insert(at, job),
+            None => queue.push_back(job),
         }
     }
 
@@ -243,15 +258,19 @@ impl Router {
         if open >= self.config.data_links_per_node.max(1) || starting >= waiting {
             return false;
         }
-        let in_backoff = self
-            .node(node)
-            .and_then(|n| n.retry_at)
-            .is_some_and(|at| at > now);
-        if self.node(node).is_none() || (in_backoff && open == 0) {
+        let limit = self.sign_in_limit();
+        let Some(entry) = self.node(node) else {
+            self.unsend_all(node);
+            return true;
+        };
+        if entry.backing_off(now) && open == 0 {
             self.unsend_all(node);
             return true;
         }
-        if in_backoff {
+        // In its backoff with links open, or out of sign-ins for now (which says nothing
+        // of the node's health, so its requests wait rather than go elsewhere): the
+        // `NodeRetry` timer wakes the router when a link may be opened.
+        if entry.ready_at(now, limit).is_some() {
             return false;
         }
         self.open_link(now, node, LinkRole::Data);

@@ -258,11 +258,15 @@ impl EvictionReason {
             Self::StaleClient => ErrorCode::StaleClient,
             Self::IncompatibleProtocol => ErrorCode::IncompatibleProtocolVersion,
             Self::MalformedLogin => ErrorCode::InvalidFormat,
+            // Byte 0 is the reserved sentinel, which the SDK decodes and reports as an
+            // invalid command; a byte past the known reasons does not decode there at all
+            // and is reported as unauthenticated.
             Self::ClientReleaseTooLow
             | Self::ClientReleaseTooHigh
             | Self::InvalidRequestOperation
             | Self::InvalidRequestBody
-            | Self::InvalidRequestBodySize => ErrorCode::InvalidCommand,
+            | Self::InvalidRequestBodySize
+            | Self::Unknown(0) => ErrorCode::InvalidCommand,
             Self::NoSession
             | Self::SessionTooLow
             | Self::SessionReleaseMismatch
@@ -270,6 +274,25 @@ impl EvictionReason {
             | Self::SessionError
             | Self::Unknown(_) => ErrorCode::Unauthenticated,
         }
+    }
+
+    /// Whether the request the eviction answers is its cause: the server refused that
+    /// request itself (its operation, its body, a login code outside the handshake, a
+    /// client release it does not take), so writing it again on a new session would only
+    /// end that one too. The other reasons are about the session (gone, stale, rotated,
+    /// its user deactivated): the request was not processed under it, and may be written
+    /// again once a new one is signed in.
+    pub fn blames_request(self) -> bool {
+        matches!(
+            self,
+            Self::ClientReleaseTooLow
+                | Self::ClientReleaseTooHigh
+                | Self::InvalidRequestOperation
+                | Self::InvalidRequestBody
+                | Self::InvalidRequestBodySize
+                | Self::MalformedLogin
+                | Self::Unknown(0)
+        )
     }
 }
 
@@ -311,9 +334,10 @@ mod tests {
             EvictionReason::from_u8(15).error_code(),
             ErrorCode::InvalidFormat
         );
+        // The reserved byte decodes in the SDK, as a reason it reports as invalid command.
         assert_eq!(
             EvictionReason::from_u8(0).error_code(),
-            ErrorCode::Unauthenticated
+            ErrorCode::InvalidCommand
         );
         assert_eq!(
             EvictionReason::from_u8(99).error_code(),
