@@ -27,6 +27,9 @@ use crate::waiting::{Parked, WaitingRequests};
 /// or requests cannot starve other tasks on its worker.
 const MAX_INPUTS_PER_WAKE: usize = 64;
 
+/// How often, at most, the driver looks for requests whose callers dropped their futures.
+const ABANDONED_SWEEP: Duration = Duration::from_millis(20);
+
 /// Events from connection tasks waiting for the driver.
 pub(crate) const IO_QUEUE_LEN: usize = 256;
 
@@ -127,6 +130,8 @@ pub(crate) struct Driver {
     early_failures: EarlyFailures,
     /// Shutting down: links the router closes now are not failures.
     stopping: bool,
+    /// When the driver last looked for abandoned requests.
+    swept_at: Instant,
 }
 
 impl Driver {
@@ -157,6 +162,7 @@ impl Driver {
             tls,
             early_failures: EarlyFailures::new(config),
             stopping: false,
+            swept_at: Instant::now(),
         }
     }
 
@@ -175,6 +181,7 @@ impl Driver {
                 inputs = 0;
             }
             inputs += 1;
+            self.withdraw_abandoned(Instant::now());
             let next = self.router.next_timer();
             if let Some((at, reason)) = next {
                 trace!(
@@ -222,6 +229,28 @@ impl Driver {
             }
             self.drain();
         }
+    }
+
+    /// A caller that dropped its future no longer waits: its request is withdrawn where
+    /// nothing of it was written yet (the router decides), and dropped from the line for
+    /// room. Looked for every [`ABANDONED_SWEEP`] at most, between inputs.
+    fn withdraw_abandoned(&mut self, now: Instant) {
+        if now.saturating_duration_since(self.swept_at) < ABANDONED_SWEEP {
+            return;
+        }
+        self.swept_at = now;
+        let mut abandoned: Vec<RequestId> = self
+            .pending
+            .iter()
+            .filter(|(_, waiter)| waiter.reply.is_closed())
+            .map(|(id, _)| *id)
+            .collect();
+        // In id order: the router's outputs must not follow the map's order.
+        abandoned.sort_unstable();
+        for id in abandoned {
+            self.router.withdraw(now, id);
+        }
+        self.waiting.forget_abandoned();
     }
 
     /// Time passed: the router's deadlines, and those of the requests waiting for room.

@@ -112,6 +112,11 @@ impl WaitingRequests {
     }
 
     /// Takes every parked request (shutdown).
+    /// Drops the requests whose callers are gone: nothing of them was sent.
+    pub(crate) fn forget_abandoned(&mut self) {
+        self.queue.retain(|parked| !parked.reply.is_closed());
+    }
+
     pub(crate) fn take_all(&mut self) -> VecDeque<Parked> {
         std::mem::take(&mut self.queue)
     }
