@@ -450,3 +450,77 @@ fn tokio_a_zero_lane_bound_is_refused_before_connecting() {
 fn mio_a_zero_lane_bound_is_refused_before_connecting() {
     zero_lane_bound(Adapter::Mio);
 }
+
+// 7. A request the node answers by ending the session ---------------------------------------
+
+/// The node evicts every request of one command (as the real server answers a body or a
+/// legacy login code it will not process): the call fails at once with the eviction's
+/// reason and the SDK's code, is written exactly once, costs at most one sign-in, and the
+/// client's sends go on in milliseconds. A login code given as a raw command is refused
+/// before anything is written, as the SDK refuses it.
+fn evicted_request(adapter: Adapter) {
+    use iggy_route_core::wire::{ErrorCode, EvictionReason};
+    use iggy_route_core::{CommandRequest, Plane, Request, SubmitError};
+    use iggy_route_tests::scripted::EVICTING_CODE;
+    let node = ScriptedNode::start();
+    let client = connect(adapter, short_config(vec![node.seed()]));
+    send_ok(&client, &node, 0, 1);
+    let raw = |code| {
+        Request::Command(CommandRequest {
+            code,
+            body: Bytes::new(),
+            plane: Plane::Session,
+        })
+    };
+    let connections = node.stats().connections;
+    let started = Instant::now();
+    match client.request(raw(EVICTING_CODE)) {
+        Err(ClientError::Request(RequestError::Evicted { reason, code })) => {
+            assert_eq!(reason, EvictionReason::InvalidRequestBody);
+            assert_eq!(code, ErrorCode::InvalidCommand);
+        }
+        other => panic!("expected the eviction, got {other:?}"),
+    }
+    assert!(started.elapsed() < ATTEMPT / 4, "{:?}", started.elapsed());
+    let resumed = Instant::now();
+    send_ok(&client, &node, 0, 2);
+    assert!(resumed.elapsed() < ATTEMPT / 4, "{:?}", resumed.elapsed());
+    // Long enough for a replay or a storm of sign-ins to show.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(node.stats().requests(EVICTING_CODE), 1);
+    assert!(
+        node.stats().connections <= connections + 1,
+        "{} connections after the eviction, {connections} before",
+        node.stats().connections
+    );
+    let logins = node.stats().requests(code::LOGIN_REGISTER);
+    for login in [
+        code::LOGIN_USER,
+        code::LOGIN_REGISTER,
+        code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN,
+        code::LOGIN_REGISTER_WITH_PAT,
+    ] {
+        match client.request(raw(login)) {
+            Err(ClientError::Submit(SubmitError::SessionCommand { code })) => {
+                assert_eq!(code, login);
+            }
+            other => panic!("code {login}: expected a refusal, got {other:?}"),
+        }
+        if login != code::LOGIN_REGISTER {
+            assert_eq!(node.stats().requests(login), 0, "code {login} was written");
+        }
+    }
+    assert_eq!(node.stats().requests(code::LOGIN_REGISTER), logins);
+    send_ok(&client, &node, 0, 3);
+    finish(client, node);
+}
+
+#[test]
+fn tokio_a_request_the_node_evicts_for_fails_at_once_and_the_session_goes_on() {
+    evicted_request(Adapter::Tokio);
+}
+
+#[test]
+fn mio_a_request_the_node_evicts_for_fails_at_once_and_the_session_goes_on() {
+    evicted_request(Adapter::Mio);
+}

@@ -78,6 +78,7 @@ fn every_seed_keeps_every_invariant() {
         total.syncs_as_member += report.syncs_as_member;
         total.group_polls_read += report.group_polls_read;
         total.group_resyncs += report.group_resyncs;
+        total.evicted_requests += report.evicted_requests;
         total.memberships_lost += report.memberships_lost;
         total.replays += report.replays;
         total.protocol_violations += report.protocol_violations;
@@ -122,8 +123,12 @@ fn every_seed_keeps_every_invariant() {
     );
     println!(
         "consumer group: {} syncs as a member, {} group polls read messages, {} answered \
-         re-sync; memberships lost with their link: {}",
-        total.syncs_as_member, total.group_polls_read, total.group_resyncs, total.memberships_lost
+         re-sync; memberships lost with their link: {}; requests ended by their eviction: {}",
+        total.syncs_as_member,
+        total.group_polls_read,
+        total.group_resyncs,
+        total.memberships_lost,
+        total.evicted_requests
     );
     println!(
         "adversary: {:?}; replays of 57: {}; protocol violations closed: {}; sends merged \
@@ -183,6 +188,7 @@ fn check_coverage(total: &SimReport) {
         ("syncs answered to a member", total.syncs_as_member),
         ("group polls that read messages", total.group_polls_read),
         ("memberships lost with their link", total.memberships_lost),
+        ("requests ended by their eviction", total.evicted_requests),
     ];
     let missing: Vec<&str> = met
         .iter()

@@ -178,6 +178,15 @@ impl NodeConnection {
         }
         if header.operation == Operation::NonReplicated {
             state.count_request(self.node, header.code);
+            // The legacy login codes are refused with a typed eviction before any session
+            // check, signed in or not, as the real server does (it requires the register
+            // handshake); the connection stays open.
+            if matches!(
+                header.code,
+                code::LOGIN_USER | code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN
+            ) {
+                return Outcome::Evict(EvictionReason::MalformedLogin);
+            }
             return self.dispatch_read(state, header, body);
         }
         state.count_request(self.node, header.operation.code().unwrap_or(0));

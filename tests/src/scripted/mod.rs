@@ -81,6 +81,9 @@ pub enum Reading {
     },
 }
 
+/// A command code the node answers with an eviction (`InvalidRequestBody`) every time.
+pub const EVICTING_CODE: u32 = 9_999;
+
 /// The command a fault applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum On {
@@ -528,6 +531,20 @@ fn answer(
     if command == code::LOGIN_REGISTER && shared.script().login == Login::Garbage {
         let delivery = shared.script().delivery;
         return deliver(stream, &[0xEE; 300], delivery);
+    }
+    if command == EVICTING_CODE {
+        // Refused by ending the session, as the real server answers a request it will not
+        // process (a legacy login code, a body its prepare step rejects); the connection
+        // stays open, as there.
+        let mut frame = BytesMut::new();
+        iggy_route_core::wire::EvictionHeader {
+            client: header.client,
+            reason: iggy_route_core::wire::EvictionReason::InvalidRequestBody,
+            ..iggy_route_core::wire::EvictionHeader::default()
+        }
+        .encode(&mut frame);
+        let delivery = shared.script().delivery;
+        return deliver(stream, &frame, delivery);
     }
     let reply = reply_to(shared, header, body);
     let on = match command {

@@ -420,6 +420,7 @@ impl Simulation {
             syncs_as_member: ops.syncs_as_member,
             group_polls_read: ops.group_polls_read,
             group_resyncs: ops.group_resyncs,
+            evicted_requests: ops.evicted,
             memberships_lost: self
                 .routers
                 .iter()

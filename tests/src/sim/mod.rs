@@ -83,6 +83,8 @@ pub struct SimReport {
     pub group_polls_read: u64,
     /// Group polls answered with the re-sync poll.
     pub group_resyncs: u64,
+    /// Requests the cluster evicted the session for, each ended by its eviction.
+    pub evicted_requests: u64,
     /// Memberships the routers lost with their member links.
     pub memberships_lost: u64,
     /// What the adversarial nodes did.

@@ -10,9 +10,12 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use bytes::Bytes;
 use iggy_route_core::client::Call;
-use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, PollingStrategy};
-use iggy_route_core::{AdminRequest, PollRequest, Request, StoreOffsetRequest};
+use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, PollingStrategy, code};
+use iggy_route_core::{
+    AdminRequest, CommandRequest, Plane, PollRequest, Request, StoreOffsetRequest,
+};
 
 use super::nodes::SimTopic;
 use super::rng::SimRng;
@@ -26,6 +29,13 @@ pub const PLAN_STORES: bool = true;
 pub const PLAN_ADMIN: bool = true;
 /// Plan the consumer group's joins, syncs, polls and leaves.
 pub const PLAN_GROUPS: bool = true;
+/// Plan, in half the seeds, a few raw `CREATE_STREAM`s whose body does not decode, which
+/// the cluster answers by evicting the session.
+pub const PLAN_EVICTED: bool = true;
+
+/// The body of a `CREATE_STREAM` that does not decode: a name of 200 bytes announced, none
+/// present.
+pub const UNDECODABLE_STREAM_BODY: &[u8] = &[200];
 
 /// The id of the consumer group the simulation creates with its topic.
 pub const GROUP: u32 = 0;
@@ -101,6 +111,9 @@ pub enum OpKind {
     },
     /// `LEAVE_CONSUMER_GROUP` of the group.
     Leave,
+    /// A raw `CREATE_STREAM` whose body does not decode: the metadata leader evicts the
+    /// session for it, which must end this request, once, and nothing else.
+    Evicted,
 }
 
 /// One planned request.
@@ -213,6 +226,14 @@ impl PlannedOp {
                 let call = Call::leave_consumer_group(topic.stream, topic.topic, GROUP).ok()?;
                 Some((call.request, 0))
             }
+            OpKind::Evicted => Some((
+                Request::Command(CommandRequest {
+                    code: code::CREATE_STREAM,
+                    body: Bytes::from_static(UNDECODABLE_STREAM_BODY),
+                    plane: Plane::MetadataWrite,
+                }),
+                0,
+            )),
         }
     }
 
@@ -227,7 +248,8 @@ impl PlannedOp {
             | OpKind::AddPartition
             | OpKind::Join
             | OpKind::Sync
-            | OpKind::Leave => None,
+            | OpKind::Leave
+            | OpKind::Evicted => None,
         }
     }
 }
@@ -278,6 +300,7 @@ impl Ops {
                     OpKind::Join | OpKind::Sync | OpKind::GroupPoll { .. } | OpKind::Leave => {
                         PLAN_GROUPS
                     }
+                    OpKind::Evicted => PLAN_EVICTED,
                 };
                 if planned {
                     ops.push(PlannedOp { at, router, kind });
@@ -286,6 +309,9 @@ impl Ops {
         }
         if PLAN_GROUPS {
             Self::plan_group(scenario, &mut ops);
+        }
+        if PLAN_EVICTED {
+            Self::plan_evicted(scenario, &mut ops);
         }
         if PLAN_ADMIN {
             ops.push(PlannedOp {
@@ -343,6 +369,23 @@ impl Ops {
                     kind: OpKind::Leave,
                 });
             }
+        }
+    }
+
+    /// In half the seeds, one to three requests the cluster evicts the session for, from a
+    /// stream of draws of their own (every other draw of the plan stays as it was).
+    fn plan_evicted(scenario: &Scenario, ops: &mut Vec<PlannedOp>) {
+        let mut rng = SimRng::new(scenario.seed, 0x00E7_1C7E_D000);
+        if !rng.chance(50) {
+            return;
+        }
+        let span = scenario.workload_span.as_micros() as u64;
+        for _ in 0..rng.range(1, 3) {
+            ops.push(PlannedOp {
+                at: Duration::from_micros(rng.range(20_000, span)),
+                router: rng.range(0, scenario.routers as u64 - 1) as usize,
+                kind: OpKind::Evicted,
+            });
         }
     }
 

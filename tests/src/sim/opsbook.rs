@@ -73,6 +73,8 @@ pub struct OpsTally {
     pub group_polls_read: u64,
     /// Group polls answered with the re-sync poll.
     pub group_resyncs: u64,
+    /// Requests the cluster evicted the session for, each ended by its eviction.
+    pub evicted: u64,
 }
 
 /// See the module doc.
@@ -244,6 +246,24 @@ impl OpsBook {
         {
             rec.completed = Some(seq);
         }
+        let what = format!("router {router} {id} {:?}", op.kind);
+        if op.kind == OpKind::Evicted {
+            // Never a success; ended by the eviction, or (its leader unreachable, its link
+            // lost under it, its deadline) by the rules of any other write.
+            return match outcome {
+                Err(iggy_route_core::RequestError::Evicted { reason, .. })
+                    if *reason == iggy_route_core::wire::EvictionReason::InvalidRequestBody =>
+                {
+                    self.tally.evicted += 1;
+                    Ok(())
+                }
+                Ok(reply) => Err(format!("{what}: completed with {reply:?}")),
+                Err(_) => {
+                    self.tally.failed += 1;
+                    Ok(())
+                }
+            };
+        }
         let reply = match outcome {
             Ok(reply) => reply,
             Err(_) => {
@@ -251,7 +271,6 @@ impl OpsBook {
                 return Ok(());
             }
         };
-        let what = format!("router {router} {id} {:?}", op.kind);
         let member = self.joined.get(&router).is_some_and(|&at| at < submitted)
             && self.leaving.get(&router).is_none_or(|&at| at > seq);
         match (op.kind, reply) {
