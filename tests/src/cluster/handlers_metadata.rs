@@ -10,8 +10,8 @@
 use bytes::BytesMut;
 use iggy_route_core::wire::{
     ClusterMetadata, ClusterNode, CreatePartitionsRequest, CreateStreamRequest, CreateTopicRequest,
-    ErrorCode, EvictionReason, GetStreamRequest, GetTopicRequest, Identifier, Name, NodeRole,
-    NodeStatus, PartitionInfo, StreamDetails, TopicDetails, TopicSummary,
+    ErrorCode, GetStreamRequest, GetTopicRequest, Identifier, Name, NodeRole, NodeStatus,
+    PartitionInfo, StreamDetails, TopicDetails, TopicSummary,
 };
 
 use super::catalog::{CatalogError, Lookup, Stream, Topic};
@@ -156,14 +156,10 @@ pub(super) fn write(
             let commit = state.bump_commit();
             Outcome::result_ok(&payload, commit)
         }
-        // A stream body that does not decode fails the leader's prepare step, which evicts
-        // the session (`InvalidRequestBody`) rather than answering; the topic and
-        // partition bodies are decoded, and refused typed, before that.
-        Err(ErrorCode::InvalidFormat) if operation == MetadataCreate::Stream => {
-            Outcome::Evict(EvictionReason::InvalidRequestBody)
-        }
-        // A body that does not decode is refused before it reaches the log.
-        Err(ErrorCode::InvalidFormat) => Outcome::status(ErrorCode::InvalidFormat, state.commit()),
+        // A body that does not decode is refused before it reaches the log, typed, on the
+        // status channel: `InvalidCommand`, as the real server answered a `CREATE_STREAM`
+        // and an `UPDATE_STREAM` of one byte (its dispatch decodes each such body first).
+        Err(ErrorCode::InvalidFormat) => Outcome::status(ErrorCode::InvalidCommand, state.commit()),
         Err(code) => Outcome::result_rejected(code, state.commit()),
     }
 }

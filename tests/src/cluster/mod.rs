@@ -59,7 +59,7 @@ pub use catalog::{Catalog, CatalogError, Lookup, MAX_PARTITIONS_PER_TOPIC, Strea
 pub use control::{PREEXISTING, SplitPrimaries};
 pub use driver::TestCluster;
 pub use log::{Evicted, PartitionLog, Regenerate, Retention};
-pub use node::{Attachment, Binding, NodeConnection};
+pub use node::{Attachment, Binding, NodeConnection, RETIRED_CODE};
 pub use outcome::Outcome;
 pub use partition::{NewMessage, OffsetOwner, Partition, PendingPurge, StoredMessage};
 pub use permissioner::Permissioner;

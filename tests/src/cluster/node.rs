@@ -19,6 +19,10 @@ use super::handlers_offsets::OffsetWrite;
 use super::outcome::Outcome;
 use super::state::{ClusterState, NodeId};
 
+/// A command code the model answers with an eviction (`InvalidRequestOperation`), the way
+/// the real server answers the legacy login codes: what a retired command looks like.
+pub const RETIRED_CODE: u32 = 9_999;
+
 /// The session a connection is signed in with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Binding {
@@ -186,6 +190,13 @@ impl NodeConnection {
                 code::LOGIN_USER | code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN
             ) {
                 return Outcome::Evict(EvictionReason::MalformedLogin);
+            }
+            // A command this model's server has retired: refused by ending the session, as
+            // the real server refuses the legacy login codes (and as a later server may
+            // refuse another old code). Not observed for any other code on the real
+            // server, which answers unknown codes with `InvalidCommand`.
+            if header.code == RETIRED_CODE {
+                return Outcome::Evict(EvictionReason::InvalidRequestOperation);
             }
             return self.dispatch_read(state, header, body);
         }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use iggy_route_core::client::Call;
-use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, PollingStrategy, code};
+use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, PollingStrategy};
 use iggy_route_core::{
     AdminRequest, CommandRequest, Plane, PollRequest, Request, StoreOffsetRequest,
 };
@@ -29,13 +29,9 @@ pub const PLAN_STORES: bool = true;
 pub const PLAN_ADMIN: bool = true;
 /// Plan the consumer group's joins, syncs, polls and leaves.
 pub const PLAN_GROUPS: bool = true;
-/// Plan, in half the seeds, a few raw `CREATE_STREAM`s whose body does not decode, which
-/// the cluster answers by evicting the session.
+/// Plan, in half the seeds, a few raw commands of a retired code, which the cluster
+/// answers by evicting the session.
 pub const PLAN_EVICTED: bool = true;
-
-/// The body of a `CREATE_STREAM` that does not decode: a name of 200 bytes announced, none
-/// present.
-pub const UNDECODABLE_STREAM_BODY: &[u8] = &[200];
 
 /// The id of the consumer group the simulation creates with its topic.
 pub const GROUP: u32 = 0;
@@ -111,7 +107,7 @@ pub enum OpKind {
     },
     /// `LEAVE_CONSUMER_GROUP` of the group.
     Leave,
-    /// A raw `CREATE_STREAM` whose body does not decode: the metadata leader evicts the
+    /// A raw command of a retired code (on the session plane): the node evicts the
     /// session for it, which must end this request, once, and nothing else.
     Evicted,
 }
@@ -228,9 +224,9 @@ impl PlannedOp {
             }
             OpKind::Evicted => Some((
                 Request::Command(CommandRequest {
-                    code: code::CREATE_STREAM,
-                    body: Bytes::from_static(UNDECODABLE_STREAM_BODY),
-                    plane: Plane::MetadataWrite,
+                    code: crate::cluster::RETIRED_CODE,
+                    body: Bytes::new(),
+                    plane: Plane::Session,
                 }),
                 0,
             )),

@@ -252,7 +252,8 @@ impl OpsBook {
             // lost under it, its deadline) by the rules of any other write.
             return match outcome {
                 Err(iggy_route_core::RequestError::Evicted { reason, .. })
-                    if *reason == iggy_route_core::wire::EvictionReason::InvalidRequestBody =>
+                    if *reason
+                        == iggy_route_core::wire::EvictionReason::InvalidRequestOperation =>
                 {
                     self.tally.evicted += 1;
                     Ok(())
