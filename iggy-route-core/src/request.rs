@@ -306,8 +306,12 @@ pub struct SendReceipt {
     pub base_offset: Option<u64>,
     /// How many messages the batch held.
     pub messages: u32,
-    /// The node that admitted it.
+    /// The node that admitted it, as this client numbers nodes: its place in the seed list
+    /// (nodes the roster adds come after). Not the server's replica id: see `replica`.
     pub node: NodeId,
+    /// The server's own replica id of that node (its place in the cluster's roster), once
+    /// the roster has been read; `None` before, or for a node the roster does not list.
+    pub replica: Option<u32>,
 }
 
 /// How a request ended, when it did not succeed.

@@ -45,6 +45,7 @@ fn receipt(base: u64, messages: u32) -> SendReceipt {
         base_offset: Some(base),
         messages,
         node: NodeId(1),
+        replica: None,
     }
 }
 

@@ -687,3 +687,18 @@ fn a_withdrawn_request_is_never_written_and_one_on_the_wire_completes_as_usual()
     // Withdrawing what is over does nothing.
     assert!(!h.router.withdraw(h.now, queued));
 }
+
+#[test]
+fn a_receipt_names_the_servers_replica_id_of_the_node_that_admitted_it() {
+    let mut h = Harness::new(FakeCluster::new(3, vec![2, 1]), |_| {});
+    for (partition, replica) in [(0, 2), (1, 1)] {
+        let id = h.send(partition);
+        match h.outcome(id) {
+            Ok(iggy_route_core::Reply::Sent(receipt)) => {
+                assert_eq!(receipt.replica, Some(replica), "{receipt:?}");
+                assert_eq!(h.router.replica_of(receipt.node), Some(replica));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

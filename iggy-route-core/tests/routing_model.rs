@@ -200,6 +200,7 @@ impl Run {
                         base_offset: Some(0),
                         messages: 1,
                         node,
+                        replica: None,
                     }))),
                 };
                 if matches!(attempt, Attempt::NotSent) {

@@ -437,5 +437,6 @@ fn sent_by(node: u32) -> Attempt {
         base_offset: Some(0),
         messages: 1,
         node: NodeId(node),
+        replica: None,
     })))
 }

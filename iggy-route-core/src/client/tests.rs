@@ -24,6 +24,7 @@ fn receipt() -> SendReceipt {
         base_offset: Some(10),
         messages: 1,
         node: NodeId(2),
+        replica: None,
     }
 }
 

@@ -331,6 +331,7 @@ impl Router {
         let Some(node) = self.links.get(&link_id).map(|l| l.node) else {
             return;
         };
+        let admitted_by = (node, self.replica_of(node));
         let Some(entry) = self.requests.get_mut(&request) else {
             // Completed by its deadline meanwhile: release what it holds, and make a join or
             // leave it carried match what its caller was told.
@@ -347,45 +348,51 @@ impl Router {
             return;
         }
         let attempt = match reply_payload(header, body) {
-            Ok(payload) => match decode_reply(&entry.request, entry.partition, node, payload) {
-                Ok(reply) if entry.commit_after => {
-                    // Its offset is stored before routing hears it was served, so that
-                    // the write goes first in its lane (see `Router::commit_polled`).
-                    let served = reply.served();
-                    match self.commit_polled(now, request, reply) {
-                        Ok(reply) => {
-                            if let Some(entry) = self.requests.get_mut(&request) {
-                                entry.reply = reply;
+            Ok(payload) => {
+                match decode_reply(&entry.request, entry.partition, admitted_by, payload) {
+                    Ok(reply) if entry.commit_after => {
+                        // Its offset is stored before routing hears it was served, so that
+                        // the write goes first in its lane (see `Router::commit_polled`).
+                        let served = reply.served();
+                        match self.commit_polled(now, request, reply) {
+                            Ok(reply) => {
+                                if let Some(entry) = self.requests.get_mut(&request) {
+                                    entry.reply = reply;
+                                }
+                                Attempt::Done(served)
                             }
-                            Attempt::Done(served)
+                            Err(error) => Attempt::Failed(error),
                         }
-                        Err(error) => Attempt::Failed(error),
+                    }
+                    Ok(reply) => {
+                        let served = if self.answered_as_stranger(group_role.as_ref(), &reply) {
+                            crate::routing::Served::Stranger
+                        } else {
+                            reply.served()
+                        };
+                        if let Some(entry) = self.requests.get_mut(&request) {
+                            entry.reply = Some(reply);
+                        }
+                        Attempt::Done(served)
+                    }
+                    Err(error) => {
+                        // The node said yes in a body we cannot read: a write may well have
+                        // been applied, so its outcome is unknown (never a success); a read
+                        // fails typed. Nothing else on this link can be trusted.
+                        let attempt = if entry.request.facts().kind.is_write() {
+                            Attempt::Unknown
+                        } else {
+                            Attempt::Failed(RequestError::Malformed(error.clone()))
+                        };
+                        self.violation_settled(
+                            now,
+                            link_id,
+                            ProtocolViolation::MalformedReply(error),
+                        );
+                        attempt
                     }
                 }
-                Ok(reply) => {
-                    let served = if self.answered_as_stranger(group_role.as_ref(), &reply) {
-                        crate::routing::Served::Stranger
-                    } else {
-                        reply.served()
-                    };
-                    if let Some(entry) = self.requests.get_mut(&request) {
-                        entry.reply = Some(reply);
-                    }
-                    Attempt::Done(served)
-                }
-                Err(error) => {
-                    // The node said yes in a body we cannot read: a write may well have
-                    // been applied, so its outcome is unknown (never a success); a read
-                    // fails typed. Nothing else on this link can be trusted.
-                    let attempt = if entry.request.facts().kind.is_write() {
-                        Attempt::Unknown
-                    } else {
-                        Attempt::Failed(RequestError::Malformed(error.clone()))
-                    };
-                    self.violation_settled(now, link_id, ProtocolViolation::MalformedReply(error));
-                    attempt
-                }
-            },
+            }
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
                 let attempt = self.status_attempt(now, (link_id, request), code, maybe_applied);
                 self.named_by_refusal(attempt, node, header)
@@ -445,6 +452,7 @@ impl Router {
                 return;
             }
         };
+        let replica = self.replica_of(node);
         let attempt = match confirmation {
             Ok(confirmation) => {
                 let mut offset = confirmation.map(|c| c.base_offset);
@@ -456,6 +464,7 @@ impl Router {
                             base_offset: offset,
                             messages,
                             node,
+                            replica,
                         }));
                     }
                     offset = offset.map(|base| base.saturating_add(u64::from(messages)));
@@ -649,7 +658,7 @@ fn topic_answer(header: &ReplyHeader, body: Bytes) -> TopicAnswer {
 fn decode_reply(
     request: &Request,
     partition: Option<u32>,
-    node: NodeId,
+    (node, replica): (NodeId, Option<u32>),
     payload: Bytes,
 ) -> Result<Reply, crate::wire::WireError> {
     let reply = match request {
@@ -670,6 +679,7 @@ fn decode_reply(
                 base_offset: confirmation.map(|c| c.base_offset),
                 messages: u32::try_from(send.messages.len()).unwrap_or(u32::MAX),
                 node,
+                replica,
             })
         }
         Request::Poll(_) => Reply::Polled(PollMessagesReply::decode(&payload)?),

@@ -399,6 +399,15 @@ impl Router {
         }
     }
 
+    /// The server's replica id of `node` (its place in the roster), once the roster has
+    /// been read.
+    pub fn replica_of(&self, node: NodeId) -> Option<u32> {
+        self.replica_order
+            .iter()
+            .position(|entry| *entry == Some(node))
+            .and_then(|at| u32::try_from(at).ok())
+    }
+
     /// The node that carries the session now.
     pub fn coordinator_node(&self) -> NodeId {
         self.coordinator.node

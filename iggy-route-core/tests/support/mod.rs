@@ -67,6 +67,7 @@ pub fn sent(node: u32) -> Attempt {
         base_offset: Some(0),
         messages: 1,
         node: NodeId(node),
+        replica: None,
     })))
 }
 

@@ -349,6 +349,7 @@ mod tests {
             base_offset: Some(base_offset),
             messages: 1,
             node: iggy_route_core::NodeId(0),
+            replica: None,
         }
     }
 

@@ -398,6 +398,7 @@ mod tests {
             base_offset: Some(base_offset),
             messages: 1,
             node: NodeId(0),
+            replica: None,
         }))
     }
 
@@ -466,6 +467,7 @@ mod tests {
             base_offset: Some(0),
             messages: 1,
             node: NodeId(0),
+            replica: None,
         }));
         ledger.completed(0, RequestId(0), &receipt).unwrap();
         assert!(ledger.scan(1, &[stored(0)]).is_err(), "a second partition");
