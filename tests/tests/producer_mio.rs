@@ -685,3 +685,82 @@ fn a_zero_bound_is_refused_by_the_builder() {
     );
     client.shutdown();
 }
+
+/// A flush (or a send waiting for room) from inside `on_error` runs on the producer's own
+/// thread, which would wait for itself: it returns `OwnThread` at once, and the producer and
+/// a flush from outside carry on. (Before, the outside flush hung for good.)
+#[test]
+fn a_flush_from_inside_on_error_returns_at_once_and_the_producer_goes_on() {
+    let harness = Harness::start(1, 1);
+    let client = harness.client(harness.config());
+    let slot: Arc<Mutex<Option<Producer<Background>>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<Result<(), ProducerError>>>> = Arc::default();
+    let on_error = {
+        let (slot, seen) = (Arc::clone(&slot), Arc::clone(&seen));
+        Arc::new(move |_failure: SendFailure| {
+            let producer = slot.lock().unwrap().clone();
+            if let Some(producer) = producer {
+                seen.lock().unwrap().push(producer.flush());
+            }
+        })
+    };
+    let producer = client
+        .producer(STREAM, "no-such-topic")
+        .unwrap()
+        .background(BackgroundConfig {
+            on_error: Some(on_error),
+            ..BackgroundConfig::default()
+        })
+        .build()
+        .unwrap();
+    *slot.lock().unwrap() = Some(producer.clone());
+    producer.send_one(message("lost")).unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    let outside = producer.clone();
+    thread::spawn(move || {
+        let _ = done.send(outside.flush());
+    });
+    let flushed = finished
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the outside flush hung");
+    assert!(
+        flushed.is_ok(),
+        "the callback took the failure: {flushed:?}"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        matches!(seen.as_slice(), [Err(ProducerError::OwnThread)]),
+        "{seen:?}"
+    );
+    slot.lock().unwrap().take();
+    producer.shutdown().unwrap();
+    client.shutdown();
+}
+
+/// A panicking `on_error` stops the producer, as the callback's contract says and as the
+/// async producer does: the next flush reports `Stopped`, and later sends fail `Closed`.
+#[test]
+fn a_panicking_on_error_stops_the_producer() {
+    let harness = Harness::start(1, 1);
+    let client = harness.client(harness.config());
+    let on_error = Arc::new(|_failure: SendFailure| panic!("the application's callback"));
+    let producer = client
+        .producer(STREAM, "no-such-topic")
+        .unwrap()
+        .background(BackgroundConfig {
+            on_error: Some(on_error),
+            ..BackgroundConfig::default()
+        })
+        .build()
+        .unwrap();
+    producer.send_one(message("lost")).unwrap();
+    assert!(
+        matches!(producer.flush(), Err(ProducerError::Stopped)),
+        "a panicking callback stops the producer"
+    );
+    assert!(matches!(
+        producer.send_one(message("after")),
+        Err(ClientError::Closed)
+    ));
+    client.shutdown();
+}

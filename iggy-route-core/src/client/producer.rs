@@ -66,10 +66,13 @@ impl Default for ProducerConfig {
 
 /// Hears of every background send call that failed, with its messages back. It runs on the
 /// producer's task (tokio) or thread (mio): while it runs, no batch is submitted, so keep it
-/// short (hand the failure to a channel, say). A panic in it stops the producer
-/// ([`ProducerError::Stopped`]). It must not shut its own producer down expecting a flush
-/// (that would wait for itself), and should not hold a clone of its own producer (the
-/// producer then never stops on drop).
+/// short (hand the failure to a channel, say). A panic in it stops the producer, on both
+/// adapters: flushes and shutdown then report [`ProducerError::Stopped`] and sends fail
+/// `Closed`. Calls into its own producer from it never wait for the producer: on the
+/// blocking producer a `flush` returns [`ProducerError::OwnThread`] at once, a `shutdown`
+/// returns at once (the thread stops after the callback), and a `send` that would wait for
+/// room fails `QueueFull`. It should not hold a clone of its own producer (the producer
+/// then never stops on drop).
 pub type ErrorCallback = Arc<dyn Fn(SendFailure) + Send + Sync>;
 
 /// How a background producer bounds what it holds, and where failures go (the SDK's
@@ -136,6 +139,11 @@ pub enum ProducerError {
     /// say): batches it had submitted may or may not have been stored, and no more will be.
     #[error("the producer's task stopped abnormally")]
     Stopped,
+    /// Called on the producer's own thread (from its `on_error` callback), where waiting
+    /// for the producer would wait for itself: it returns at once instead, having done
+    /// nothing.
+    #[error("called from the producer's own thread, which cannot wait for itself")]
+    OwnThread,
 }
 
 /// The adapter's id of one send call.

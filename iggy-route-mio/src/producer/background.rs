@@ -205,6 +205,7 @@ impl Background {
             Backpressure::BlockWithTimeout(wait) => Instant::now().checked_add(wait),
             Backpressure::Block | Backpressure::FailImmediately => None,
         };
+        let own_thread = self.on_own_thread();
         let mut state = self.core.lock();
         let mut place_in_line = None;
         let pushed = loop {
@@ -228,6 +229,9 @@ impl Background {
             };
             let gave_up = match (self.backpressure, give_up_at) {
                 (Backpressure::FailImmediately, _) => true,
+                // The producer's own thread (its `on_error`) would wait for room only it
+                // can make.
+                _ if own_thread => true,
                 (_, Some(at)) => Instant::now() >= at,
                 (_, None) => false,
             };
@@ -297,6 +301,10 @@ impl Background {
     /// Waits until every call buffered before it is settled; reports the failures no
     /// callback took since the last flush.
     fn flush(&self) -> Result<(), ProducerError> {
+        if self.on_own_thread() {
+            // From `on_error`: the calls it would wait for are settled by this very thread.
+            return Err(ProducerError::OwnThread);
+        }
         let mut state = self.core.lock();
         let before = Ticket(state.next_ticket);
         state.flushes += 1;
@@ -313,6 +321,15 @@ impl Background {
         }
         state.flushes -= 1;
         state.take_report()
+    }
+
+    /// Whether the caller is the producer's own thread (its `on_error` callback).
+    fn on_own_thread(&self) -> bool {
+        self.worker
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|worker| worker.thread().id() == thread::current().id())
     }
 
     /// Stops taking sends, flushes, stops the thread and waits for it (unless called on the
@@ -529,15 +546,14 @@ fn hand_on(
                 if let Some(delivery) = delivery {
                     delivery.send(Err(failure.clone()));
                 }
-                // A callback that panics must not stop the producer; its failure is then
-                // reported by the next flush instead.
-                let ran = catch_unwind(AssertUnwindSafe(|| callback(failure)));
-                if ran.is_err() {
-                    warn!(
-                        "a producer's on_error callback panicked; the next flush reports the failure"
-                    );
+                // A callback that panics stops the producer, as `ErrorCallback` says (and as
+                // the async producer does): the thread unwinds, flushes and shutdown report
+                // `ProducerError::Stopped`, and the calls not yet handed on hear it stopped.
+                if let Err(panic) = catch_unwind(AssertUnwindSafe(|| callback(failure))) {
+                    warn!("a producer's on_error callback panicked; the producer stops");
+                    std::panic::resume_unwind(panic);
                 }
-                ran.is_ok()
+                true
             }
             None => {
                 if let Some(delivery) = delivery {
