@@ -42,6 +42,15 @@
 //! they fail with `QueueFull` at once when there is no room, or when requests wait in line.
 //! [`Client::shutdown`] fails every waiting request with [`ClientError::Closed`].
 //!
+//! # Dropping a call
+//! A call's future may be dropped at any time. If its request has not been written yet (it
+//! waits for room, for a route, for a link, or behind other requests of its partition), it
+//! is withdrawn within about 20 ms and never sent. Once written it cannot be called back:
+//! it completes by the usual rules with nobody to hear it, and a send may be stored.
+//! The same holds for a background producer's call whose `Delivery` is dropped: the
+//! messages are buffered and sent regardless (drop the delivery, not the producer, to
+//! ignore the receipt).
+//!
 //! # TLS
 //! With `tls=true` in the connection string (or `Config::tls`), every link is TLS 1.3 or
 //! 1.2 through rustls (`ring`), verified against `tls_ca_file` or the bundled web PKI roots,

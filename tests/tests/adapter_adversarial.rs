@@ -524,3 +524,61 @@ fn tokio_a_request_the_node_evicts_for_fails_at_once_and_the_session_goes_on() {
 fn mio_a_request_the_node_evicts_for_fails_at_once_and_the_session_goes_on() {
     evicted_request(Adapter::Mio);
 }
+
+/// A tokio caller that drops its call while the request waits behind another send of its
+/// partition (answered 57 until its deadline): the request is withdrawn and never written,
+/// and the next send of the partition goes through.
+#[test]
+fn tokio_a_dropped_call_whose_request_waits_is_never_written() {
+    use iggy_route_core::wire::Message;
+    use iggy_route_tokio::Partitioning;
+    iggy_route_tests::error_events::install();
+    let node = ScriptedNode::start();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let batch = |id: u128| {
+        vec![Message {
+            id,
+            payload: tagged(id as u64),
+            ..Message::default()
+        }]
+    };
+    runtime.block_on(async {
+        let client = iggy_route_tokio::Client::connect(short_config(vec![node.seed()]))
+            .await
+            .unwrap();
+        let to_zero = || Partitioning::partition_id(0);
+        client.send(1u32, 1u32, to_zero(), batch(1)).await.unwrap();
+        node.set_send_status(Some(0), Some(57));
+        let stuck = tokio::spawn({
+            let client = client.clone();
+            async move { client.send(1u32, 1u32, to_zero(), batch(2)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Waits behind the stuck send in the partition's lane; dropped after 100 ms.
+        let waiting = client.send(1u32, 1u32, to_zero(), batch(3));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), waiting)
+                .await
+                .is_err()
+        );
+        assert!(stuck.await.unwrap().is_err(), "57 until its deadline");
+        node.set_send_status(Some(0), None);
+        client.send(1u32, 1u32, to_zero(), batch(4)).await.unwrap();
+        client.shutdown().await;
+    });
+    let written: Vec<u128> = node
+        .arrivals()
+        .iter()
+        .flat_map(|arrival| arrival.message_ids.clone())
+        .collect();
+    assert!(written.contains(&2) && written.contains(&4), "{written:?}");
+    assert!(
+        !written.contains(&3),
+        "the dropped call was written: {written:?}"
+    );
+    finish_node(node);
+}
