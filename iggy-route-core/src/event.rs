@@ -1,6 +1,6 @@
 //! What the router reports for observability, and the counters an adapter shows in `stats()`.
 
-use crate::ids::{LinkId, NodeId, PartitionKey, RequestId};
+use crate::ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
 
 /// What a link is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +90,17 @@ pub enum Event {
         /// Replays written before giving up.
         replays: u32,
     },
+    /// A topic's partition count changed (another client added or deleted partitions, or
+    /// we did): keyed sends of the topic now hash over `to` partitions, so a key may go to
+    /// another partition than before, and its order across the change is not kept.
+    PartitionsChanged {
+        /// The topic.
+        topic: TopicKey,
+        /// The count keyed and balanced sends resolved against until now.
+        from: u32,
+        /// The count they resolve against from now on.
+        to: u32,
+    },
 }
 
 /// How a node broke the protocol.
@@ -164,6 +175,9 @@ impl Event {
                 replays,
             } => {
                 tracing::warn!(%request, %node, replays, "not committed (57) after every replay; outcome unknown");
+            }
+            Self::PartitionsChanged { topic, from, to } => {
+                tracing::info!(%topic, from, to, "the topic's partition count changed; keys may map to other partitions");
             }
         }
     }

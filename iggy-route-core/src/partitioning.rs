@@ -34,6 +34,15 @@ impl Partitioning {
     }
 
     /// A messages key; fails unless it is 1..=255 bytes long.
+    ///
+    /// The key's partition is `XxHash32(key) % partitions_count`, as in the SDK 0.11.0, so
+    /// messages of one key keep their order only while the count stays. Adding partitions
+    /// (by this client or another) moves most keys: a send resolved against the new count
+    /// may be stored before sends of the same key still queued for the old partition. This
+    /// client reads a topic's count again when the count it holds is a second old (without
+    /// holding sends for it), so another client's new partitions are followed within about
+    /// a second and a round trip; the SDK 0.11.0 keeps a count for the client's life.
+    /// Each change is reported as `Event::PartitionsChanged` (logged at info level).
     pub fn messages_key(key: impl Into<Bytes>) -> Result<Self, WireError> {
         let key = key.into();
         if key.is_empty() || key.len() > MAX_MESSAGES_KEY_LENGTH {

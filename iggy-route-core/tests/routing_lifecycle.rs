@@ -133,7 +133,14 @@ fn a_moved_watermark_makes_routes_and_partition_counts_stale() {
             partitions_count: 2,
         },
     );
-    assert_eq!(drain(&mut routing), ["lookup 0"]);
+    assert_eq!(
+        drain(&mut routing),
+        [
+            "PartitionsChanged { topic: TopicKey { stream: Numeric(1), topic: Numeric(1) }, \
+             from: 1, to: 2 }",
+            "lookup 0"
+        ]
+    );
     routing.handle_route(
         t0,
         &partition(0),

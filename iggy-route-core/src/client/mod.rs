@@ -88,6 +88,7 @@ pub fn session_signal(event: &Event) -> Option<Result<(), ClientError>> {
         | Event::SignInRefused { .. }
         | Event::SessionMoved { .. }
         | Event::ProtocolViolation { .. }
-        | Event::ReplaysExhausted { .. } => None,
+        | Event::ReplaysExhausted { .. }
+        | Event::PartitionsChanged { .. } => None,
     }
 }

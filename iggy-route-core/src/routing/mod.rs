@@ -489,7 +489,8 @@ impl Routing {
     }
 
     fn clock(&mut self, now: Instant) -> Instant {
-        // Time never goes backwards inside the core (design-style §2, "Time").
+        // Time never goes backwards inside the core (docs/design.md, "The drive contract"):
+        // an instant earlier than one already seen is taken as that one.
         if now > self.last_now {
             self.last_now = now;
         }

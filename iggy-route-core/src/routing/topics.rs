@@ -25,6 +25,12 @@ const BALANCED_LOOK_AHEAD: u32 = 256;
 /// admitted now, rather than each holding a producer's in-flight slot behind it.
 const BALANCED_SHORT_QUEUE: usize = 4;
 
+/// How old a cached partition count may grow before a keyed or balanced send resolved
+/// against it also reads the topic again (without waiting for the answer). Another client's
+/// `CREATE_PARTITIONS` is so seen within this plus one round trip, where the SDK 0.11.0
+/// keeps a count for as long as the client lives.
+pub(super) const PARTITION_COUNT_MAX_AGE: Duration = Duration::from_secs(1);
+
 /// What [`Routing::choose`] picked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Chosen {
@@ -61,6 +67,11 @@ pub(crate) struct TopicState {
     /// Partitions our own writes are known to have brought the topic to at least: explicit
     /// partition ids below it are not out of range, whatever a lagging read says.
     pub(crate) added_floor: u32,
+    /// When the count in `info` was read (or learned from our own write).
+    pub(crate) read_at: Option<Instant>,
+    /// The read in flight refreshes a count that is only old, not outdated by a watermark:
+    /// its answer is taken even under an unchanged watermark.
+    pub(crate) refreshing: bool,
 }
 
 impl Routing {
@@ -69,7 +80,13 @@ impl Routing {
         let state = self.topics.entry(topic.clone()).or_default();
         match state.info {
             Some((count, seen)) if seen >= watermark && state.waiting.is_empty() => {
+                let old = state
+                    .read_at
+                    .is_none_or(|at| now.saturating_duration_since(at) >= PARTITION_COUNT_MAX_AGE);
                 self.resolve(now, id, &topic, count, Known::Cached);
+                if old {
+                    self.refresh_topic(&topic);
+                }
             }
             Some(_) | None => {
                 state.waiting.push_back(id);
@@ -89,6 +106,41 @@ impl Routing {
             self.decisions.push_back(Decision::FetchTopic {
                 topic: topic.clone(),
             });
+        }
+    }
+
+    /// Reads an old count again in the background: requests keep resolving against the
+    /// cached one until the answer comes.
+    fn refresh_topic(&mut self, topic: &TopicKey) {
+        let in_flight = self.topics.get(topic).is_none_or(|t| t.fetch_in_flight);
+        if in_flight {
+            return;
+        }
+        self.fetch_topic(topic);
+        if let Some(state) = self.topics.get_mut(topic) {
+            state.refreshing = true;
+        }
+    }
+
+    /// The count of a topic read (or learned) now: the event when it differs from the
+    /// one sends resolved against until now.
+    fn count_read(&mut self, now: Instant, topic: &TopicKey, count: u32) {
+        let watermark = self.watermark;
+        let Some(state) = self.topics.get_mut(topic) else {
+            return;
+        };
+        let before = state.info.map(|(known, _)| known);
+        state.info = Some((count, watermark));
+        state.read_at = Some(now);
+        if let Some(from) = before
+            && from != count
+        {
+            self.decisions
+                .push_back(Decision::Event(crate::event::Event::PartitionsChanged {
+                    topic: topic.clone(),
+                    from,
+                    to: count,
+                }));
         }
     }
 
@@ -139,9 +191,11 @@ impl Routing {
     /// A partition count known fresh under the current watermark: requests waiting for the
     /// topic go on with it, and a read still in flight cannot overwrite it.
     fn know_count(&mut self, now: Instant, topic: &TopicKey, count: u32) {
-        let watermark = self.watermark;
-        let state = self.topics.entry(topic.clone()).or_default();
-        state.info = Some((count, watermark));
+        self.topics.entry(topic.clone()).or_default();
+        self.count_read(now, topic, count);
+        let Some(state) = self.topics.get_mut(topic) else {
+            return;
+        };
         state.retry_streak = 0;
         let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
         for id in waiting {
@@ -157,8 +211,10 @@ impl Routing {
             return;
         };
         state.fetch_in_flight = false;
+        let refreshing = std::mem::take(&mut state.refreshing);
         if let Some((count, seen)) = state.info
             && seen >= watermark
+            && !refreshing
         {
             // Already known under the current watermark (from our own write, while this
             // read was in flight): a read can only be as new, or older.
@@ -176,8 +232,11 @@ impl Routing {
                 self.fetch_topic(topic);
             }
             TopicAnswer::Found { partitions_count } => {
-                state.info = Some((partitions_count, watermark));
                 state.retry_streak = 0;
+                self.count_read(now, topic, partitions_count);
+                let Some(state) = self.topics.get_mut(topic) else {
+                    return;
+                };
                 let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
                 for id in waiting {
                     self.resolve(now, id, topic, partitions_count, Known::Fresh);
