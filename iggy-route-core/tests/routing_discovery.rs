@@ -1,5 +1,5 @@
 //! Scenario tests of the routing layer against servers without the routing commands (the
-//! real cluster of `../shared/real-cluster`): the commands are probed once per client, and
+//! real cluster of `tests/real-cluster`, see docs/real-cluster.md): the commands are probed once per client, and
 //! a primary found by refusal stays known across metadata writes.
 #![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
 

@@ -3,7 +3,7 @@
 //! - `IGGY_ROUTE_REAL_CLUSTER=host:port,host:port,...`: the nodes, in roster order (node
 //!   `N` is the `N`th address). Without it the suite's tests print that they were skipped.
 //! - `IGGY_ROUTE_REAL_CLUSTER_CTL=COMMAND`: a command that takes `kill N` and `start N`
-//!   (such as `../shared/real-cluster/cluster.sh`), for the tests that stop nodes. Without
+//!   (such as `tests/real-cluster/cluster.sh`), for the tests that stop nodes. Without
 //!   it those tests are skipped.
 //! - `IGGY_ROUTE_REAL_CLUSTER_USER` / `IGGY_ROUTE_REAL_CLUSTER_PASSWORD`: the credentials,
 //!   `iggy`/`iggy` by default (the server's root user).
@@ -242,7 +242,7 @@ impl RealCluster {
 /// (such as `IGGY_ROUTE_REAL_CLUSTER`).
 ///
 /// It runs in the workspace's root, so that a relative command such as
-/// `../shared/real-cluster/cluster.sh` means the same from `cargo test` (whose tests run in
+/// `tests/real-cluster/cluster.sh` means the same from `cargo test` (whose tests run in
 /// the crate's directory) as from the shell, and so does the state directory that script
 /// keeps under its working directory.
 fn ctl_command(ctl: &str, args: &str) -> Command {

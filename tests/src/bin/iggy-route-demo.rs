@@ -45,7 +45,7 @@ struct Args {
     #[arg(long, default_value = STREAM_NAME)]
     stream: String,
     /// With `--cluster`: a command taking `kill N`, `start N` and `refusals` (such as
-    /// `../shared/real-cluster/cluster.sh`), node `N` being the `N`th address of
+    /// `tests/real-cluster/cluster.sh`), node `N` being the `N`th address of
     /// `--cluster`. Refusals are then counted from the servers' logs, for every client.
     #[arg(long, value_name = "COMMAND")]
     ctl: Option<String>,
@@ -126,7 +126,7 @@ struct Args {
 }
 
 /// How long a real cluster's restarted node takes to rejoin (see
-/// `../shared/real-cluster/README.md`).
+/// `docs/real-cluster.md`).
 const REJOIN_WAIT: Duration = Duration::from_secs(15);
 
 fn main() -> ExitCode {

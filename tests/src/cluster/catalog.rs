@@ -2,7 +2,7 @@
 //! consumer offsets of every partition.
 //!
 //! Stream and topic ids are numeric and start at the catalog's first id: 0 on the real
-//! cluster of `../shared/real-cluster` (server 0.9.0-edge.5), 1 on the servers the protocol
+//! cluster of `tests/real-cluster` (server 0.9.0-edge.5), 1 on the servers the protocol
 //! document describes. Partition ids are 0-based, because that is what the 0.11.0 SDK sends
 //! (protocol §2, last paragraph).
 

@@ -133,7 +133,7 @@ impl NodeConnection {
         }
         // The real server answers a `CreateTopic` with the operation it turned the request
         // into (`CreateTopicWithAssignments`), not the one it received: seen on the real
-        // cluster (../shared/real-cluster). The reply's request number is echoed exactly.
+        // cluster (tests/real-cluster). The reply's request number is echoed exactly.
         let mut echoed = header;
         if header.operation == Operation::CreateTopic {
             echoed.operation = Operation::CreateTopicWithAssignments;

@@ -65,7 +65,7 @@ impl ClusterConfig {
 }
 
 /// How far behind the committing node the other nodes answer reads (observed on a real
-/// 3-node cluster: `../shared/real-cluster/README.md`, "What this server does").
+/// 3-node cluster: `docs/real-cluster.md`, "What this server does").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lag {
     /// A node other than the metadata leader answers `GET_STREAM` and `GET_TOPIC` with the

@@ -33,7 +33,7 @@ pub enum Fault {
     /// `node` stops without a word: its listener closes and its links are cut.
     /// `partitions` are the ones it led; `chained` the ones led by the node before it in
     /// the replica chain, whose commits now wait for the server's prepare retransmit
-    /// (250 ms on the real server: `../shared/real-cluster/README.md`), whatever the
+    /// (250 ms on the real server: `docs/real-cluster.md`), whatever the
     /// client does.
     Crash {
         node: usize,
