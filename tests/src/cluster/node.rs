@@ -21,7 +21,7 @@ use super::state::{ClusterState, NodeId};
 
 /// A command code the model answers with an eviction (`InvalidRequestOperation`), the way
 /// the real server answers the legacy login codes: what a retired command looks like.
-pub const RETIRED_CODE: u32 = 9_999;
+pub const RETIRED_CODE: u32 = 9_000;
 
 /// The session a connection is signed in with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -594,6 +594,30 @@ mod tests {
         state.set_routing_commands(false);
         for command in [14, 103, 104, 123] {
             assert_eq!(client.read(&mut state, command, Bytes::new()).status(), 3);
+        }
+    }
+
+    #[test]
+    fn legacy_login_codes_and_the_retired_code_end_the_session_whoever_asks() {
+        let mut state = cluster(1);
+        let mut signed_in = Client::signed_in(&mut state, 0, 1);
+        let mut anonymous = Client::open(&mut state, 0, 2);
+        for (code, reason) in [
+            (code::LOGIN_USER, EvictionReason::MalformedLogin),
+            (
+                code::LOGIN_WITH_PERSONAL_ACCESS_TOKEN,
+                EvictionReason::MalformedLogin,
+            ),
+            (RETIRED_CODE, EvictionReason::InvalidRequestOperation),
+        ] {
+            for client in [&mut signed_in, &mut anonymous] {
+                match client.read(&mut state, code, Bytes::new()) {
+                    Answer::Evicted(eviction) => assert_eq!(eviction.reason, reason, "{code}"),
+                    other @ (Answer::Reply { .. } | Answer::Dropped) => {
+                        panic!("code {code}: {other:?}")
+                    }
+                }
+            }
         }
     }
 
