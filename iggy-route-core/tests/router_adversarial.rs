@@ -499,6 +499,22 @@ fn raw_command(code: u32) -> Request {
     })
 }
 
+/// One node, a short attempt timeout, and command 9998 never answered (its link falls
+/// silent under it).
+fn swallowing_9998() -> Harness {
+    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |config| {
+        config.attempt_timeout = Duration::from_millis(500);
+    });
+    h.script = Box::new(|name, reply| {
+        if name == "code 9998" {
+            Vec::new()
+        } else {
+            vec![reply]
+        }
+    });
+    h
+}
+
 impl Harness {
     fn command(&mut self, code: u32) -> RequestId {
         let id = self.router.submit(self.now, raw_command(code)).unwrap();
@@ -580,17 +596,8 @@ fn a_session_eviction_is_written_again_once_and_then_ends_the_request() {
 
 #[test]
 fn a_read_never_answered_twice_is_not_written_a_third_time() {
-    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |config| {
-        config.attempt_timeout = Duration::from_millis(500);
-    });
     // The node swallows this command: each time its link falls silent and is closed.
-    h.script = Box::new(|name, reply| {
-        if name == "code 9998" {
-            Vec::new()
-        } else {
-            vec![reply]
-        }
-    });
+    let mut h = swallowing_9998();
     let silent = h.command(9_998);
     h.advance_to(Duration::from_secs(40));
     assert!(
@@ -660,17 +667,8 @@ fn a_login_code_is_refused_before_anything_is_sent() {
 #[test]
 fn a_withdrawn_request_is_never_written_and_one_on_the_wire_completes_as_usual() {
     use iggy_route_core::wire::code;
-    let mut h = Harness::new(FakeCluster::new(1, vec![0]), |config| {
-        config.attempt_timeout = Duration::from_millis(500);
-    });
     // The node swallows the first command, so the second waits behind it on the session.
-    h.script = Box::new(|name, reply| {
-        if name == "code 9998" {
-            Vec::new()
-        } else {
-            vec![reply]
-        }
-    });
+    let mut h = swallowing_9998();
     let on_the_wire = h.command(9_998);
     let queued = h.command(code::GET_ME);
     assert!(h.router.withdraw(h.now, queued));

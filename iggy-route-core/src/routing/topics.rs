@@ -25,8 +25,9 @@ const BALANCED_LOOK_AHEAD: u32 = 256;
 /// admitted now, rather than each holding a producer's in-flight slot behind it.
 const BALANCED_SHORT_QUEUE: usize = 4;
 
-/// How old a cached partition count may grow before a keyed or balanced send resolved
-/// against it also reads the topic again (without waiting for the answer). Another client's
+/// How old a cached partition count may grow before a request resolved against it (a keyed
+/// or balanced send chooses by it; an explicit partition is checked against it) also reads
+/// the topic again (without waiting for the answer). Another client's
 /// `CREATE_PARTITIONS` is so seen within this plus one round trip, where the SDK 0.11.0
 /// keeps a count for as long as the client lives.
 pub(super) const PARTITION_COUNT_MAX_AGE: Duration = Duration::from_secs(1);
