@@ -131,6 +131,14 @@ error_codes! {
     InvalidMessageChecksum = 4027,
     /// Invalid offset.
     InvalidOffset = 4100,
+    /// No consumer group with this id in the topic.
+    ConsumerGroupIdNotFound = 5000,
+    /// No consumer group with this name in the topic.
+    ConsumerGroupNameNotFound = 5003,
+    /// A consumer group of this name exists in the topic.
+    ConsumerGroupNameAlreadyExists = 5004,
+    /// The client is not a member of the group.
+    ConsumerGroupMemberNotFound = 5006,
     /// Consumer-group fence: the partition is not owned by this member.
     ConsumerGroupPartitionNotOwned = 5009,
     /// Server-internal shard communication failure (outcome unknown).
