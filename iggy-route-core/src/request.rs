@@ -346,7 +346,10 @@ pub enum RequestError {
         /// The topic as given.
         topic: Identifier,
     },
-    /// The partition id is not below the topic's partition count.
+    /// The partition id is not below the topic's partition count. A count read for the
+    /// request is read again, paced, for up to `Config::own_write_settle` from the submit
+    /// (a node may not have applied another client's `CREATE_PARTITIONS` yet) before the
+    /// request fails so.
     #[error("partition {partition} out of range: the topic has {count}")]
     PartitionOutOfRange {
         /// The partition asked for.

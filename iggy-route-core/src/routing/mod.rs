@@ -21,6 +21,7 @@
 //!   (discovery by refusal) and keeps the node that admits.
 //! - Every request has a deadline; every queue has a bound.
 
+mod choose;
 mod decide;
 mod facts;
 mod inputs;
