@@ -122,8 +122,7 @@ impl Router {
             && matches!(group_role(request), Some(GroupRole::AsMember(key)) if self.memberships.contains_key(&key))
     }
 
-    /// Whether a sync or a group poll we sent as a member was answered as to a stranger:
-    /// no assignment, or the re-sync poll (partition `u32::MAX`, nothing read).
+    /// Whether a sync we sent as a member was answered as to a stranger: no assignment.
     pub(super) fn answered_as_stranger(&self, role: Option<&GroupRole>, reply: &Reply) -> bool {
         let Some(GroupRole::AsMember(key)) = role else {
             return false;
@@ -132,9 +131,11 @@ impl Router {
             return false;
         }
         match reply {
-            Reply::Polled(polled) => polled.partition_id == u32::MAX && polled.messages.is_empty(),
             Reply::Payload(payload) => payload.0.is_empty(),
-            Reply::Sent(_)
+            // A poll fenced so says "not your partition" as often as "not a member": the
+            // consumer syncs again, and the sync's answer is the one that may be doubted.
+            Reply::Polled(_)
+            | Reply::Sent(_)
             | Reply::OffsetStored
             | Reply::Stream(_)
             | Reply::Topic(_)
@@ -350,6 +351,20 @@ impl Router {
         };
         info!(link = %membership.link, "the server no longer knows our membership; ending it");
         self.close_by_choice(now, membership.link);
+    }
+
+    /// The consumer of `group` was dropped without leaving it: the membership ends now, by
+    /// closing its member link (the server ends a membership with its connection), so that
+    /// the other members get its partitions at their next sync. Nothing is reported lost.
+    pub fn abandon_group(&mut self, now: Instant, group: &ConsumerGroupRef) {
+        let key = GroupKey::of(group);
+        let Some(membership) = self.memberships.get(&key).copied() else {
+            return;
+        };
+        info!(link = %membership.link, "a consumer left its group without leaving; ending the membership");
+        self.drop_membership(&key);
+        self.close_by_choice(now, membership.link);
+        self.settle(now);
     }
 
     /// `link` is gone: the membership it held ended with it. A leave written on it, or

@@ -245,9 +245,9 @@ pub enum Served {
     Plain,
     /// A stream or topic read (or create) answered "no such thing".
     Absent,
-    /// A consumer group's sync or poll, sent as a member we are, answered as to a
-    /// stranger (no assignment; the re-sync poll): from a node that has not applied our
-    /// join yet, shortly after it, or because the membership has ended.
+    /// A consumer group's sync, sent as a member we are, answered as to a stranger (no
+    /// assignment): from a node that has not applied our join yet, shortly after it, or
+    /// because the membership has ended.
     Stranger,
     /// A topic's details: its id, name and partition count (after our own `CREATE_TOPIC`,
     /// the topic is known at once under both its names).

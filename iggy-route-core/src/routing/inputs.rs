@@ -164,19 +164,14 @@ impl Routing {
             self.learn_own_write(now, &write, served);
         }
         let deadline = self.deadline_of(head);
-        if *served == Served::Stranger && self.doubt_wait(now, deadline).is_some() {
-            // Shortly after our own join, a node that has not applied it yet answers our
-            // member as a stranger: nothing was read; ask another node.
-            debug!(request = %head, "answered as a stranger soon after our join; asking elsewhere");
-            self.retry_elsewhere(now, frame, place, target, None);
-            return;
-        }
-        if *served == Served::Absent
+        if matches!(served, Served::Absent | Served::Stranger)
             && *place == Place::Coordinator
             && let Some(wait) = self.doubt_wait(now, deadline)
         {
-            // The caller's own read of what it may just have created: ask again.
-            debug!(request = %head, "absent shortly after our own metadata write; reading again");
+            // The caller's own read of what it may just have created, or a sync of the
+            // group it may just have joined, answered by a node that may not have applied
+            // it yet: ask again, paced.
+            debug!(request = %head, ?served, "absent shortly after our own metadata write; reading again");
             self.timers.insert((now + wait, TimerKey::Retry(head)));
             return;
         }
