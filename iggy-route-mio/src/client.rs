@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use iggy_route_core::client::consumer::GroupClaims;
 use iggy_route_core::client::{Call, ClientError};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
@@ -13,7 +14,7 @@ use mio::{Poll, Waker};
 use crate::io_loop::{Admission, Command, Dialer, IoLoop, PendingLimits, WAKER};
 use crate::probe::probe_delay;
 use crate::resolve::{Lookup, Resolver, system_lookup};
-use crate::responder::Responder;
+use crate::responder::{Outcome, Responder};
 use crate::session_wait::{SessionWatch, wait_for_session};
 use crate::tls::TlsSettings;
 
@@ -38,6 +39,8 @@ struct Shared {
     io_thread: Mutex<Option<JoinHandle<()>>>,
     /// How long a call waits for room in the router (`Config::request_timeout`).
     room_wait: Duration,
+    /// The consumer groups this client's consumers are members of.
+    claims: GroupClaims,
 }
 
 impl Drop for Shared {
@@ -118,6 +121,11 @@ impl Client {
             tls,
             probe_delay,
         };
+        let loop_waker = Arc::clone(&waker);
+        let claims = GroupClaims::new(move || {
+            // A waker that fails leaves the membership to the loop's next wake-up.
+            let _ = loop_waker.wake();
+        });
         let io_loop = IoLoop::new(
             poll,
             router,
@@ -126,7 +134,8 @@ impl Client {
             command_queue,
             Arc::clone(&stats),
             SessionWatch::new(session_news, seeds),
-        );
+        )
+        .with_claims(claims.clone());
         let io_thread = std::thread::Builder::new()
             .name("iggy-route-io".to_owned())
             .spawn(move || tracing::info_span!("iggy_route").in_scope(|| io_loop.run()))?;
@@ -137,6 +146,7 @@ impl Client {
                 stats,
                 io_thread: Mutex::new(Some(io_thread)),
                 room_wait,
+                claims,
             }),
         };
         // The I/O thread answers as soon as the core reports the session signed in, or the
@@ -248,11 +258,27 @@ impl Client {
     }
 
     fn request_with(&self, request: Request, admission: Admission) -> Result<Reply, ClientError> {
-        let (reply, answer) = mpsc::sync_channel(1);
-        self.submit(request, admission, Responder::Caller(reply));
         // Bounded: the I/O thread answers every request by its deadline (or its wait for
         // room by its own), and a closed client drops the sender.
-        answer.recv().map_err(|_| ClientError::Closed)?
+        self.hand_off(request, admission)
+            .recv()
+            .map_err(|_| ClientError::Closed)?
+    }
+
+    /// Submits `request` and returns where its answer will come, without waiting for it.
+    pub(crate) fn hand_off(
+        &self,
+        request: Request,
+        admission: Admission,
+    ) -> mpsc::Receiver<Outcome> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        self.submit(request, admission, Responder::Caller(reply));
+        answer
+    }
+
+    /// The consumer groups this client's consumers are members of.
+    pub(crate) fn claims(&self) -> &GroupClaims {
+        &self.shared.claims
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! ```no_run
 //! # fn example(client: iggy_route_mio::Client) -> Result<(), iggy_route_mio::ClientError> {
-//! let consumer = client.consumer("orders", "events")?.group("billing")?.build();
+//! let consumer = client.consumer("orders", "events")?.group("billing")?.build()?;
 //! for received in consumer {
 //!     let received = received?;
 //!     println!("{} from partition {}", received.message.offset, received.partition_id);
@@ -15,7 +15,7 @@
 //! # }
 //! ```
 
-use std::collections::VecDeque;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use iggy_route_core::client::consumer::{
@@ -26,6 +26,7 @@ use iggy_route_core::client::{ClientError, identifier};
 use iggy_route_core::wire::{Identifier, PollingStrategy};
 
 use crate::Client;
+use crate::responder::Outcome;
 
 /// Builds a [`TopicConsumer`]; from [`Client::consumer`]. A single consumer with id 0 of every
 /// partition unless told otherwise.
@@ -110,21 +111,31 @@ impl ConsumerBuilder {
     }
 
     /// The consumer. It asks nothing until its first message is asked for.
-    pub fn build(self) -> TopicConsumer {
-        TopicConsumer {
+    ///
+    /// A group member is refused with `ClientError::GroupConsumerExists` while another
+    /// consumer of the same group lives on this client: the server counts a client as one
+    /// member, so each member of a group needs a client of its own.
+    pub fn build(self) -> Result<TopicConsumer, ClientError> {
+        Ok(TopicConsumer {
+            state: ConsumerState::claiming(self.config, self.client.claims())?,
             client: self.client,
-            state: ConsumerState::new(self.config),
-            ready: VecDeque::new(),
-        }
+            in_flight: None,
+        })
     }
 }
 
 /// See the module documentation.
+///
+/// Dropped without [`TopicConsumer::shutdown`], a group member's membership ends at once
+/// (its partitions go to the other members at their next sync), and what it handed out
+/// since its last commit is not stored: the next owner hands that batch out again.
 #[derive(Debug)]
 pub struct TopicConsumer {
     client: Client,
     state: ConsumerState,
-    ready: VecDeque<ReceivedMessage>,
+    /// Where the answer to the request out will come, when a call gave up waiting for it
+    /// at its deadline: the next call waits on.
+    in_flight: Option<Receiver<Outcome>>,
 }
 
 impl Iterator for TopicConsumer {
@@ -153,22 +164,40 @@ impl TopicConsumer {
         deadline: Option<Instant>,
     ) -> Option<Result<ReceivedMessage, ClientError>> {
         loop {
-            if let Some(message) = self.ready.pop_front() {
+            if let Some(message) = self.state.next_message(Instant::now()) {
                 return Some(Ok(message));
+            }
+            if let Some(answer) = &self.in_flight {
+                let outcome = match deadline {
+                    None => answer.recv().unwrap_or(Err(ClientError::Closed)),
+                    Some(deadline) => {
+                        match answer
+                            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                        {
+                            Ok(outcome) => outcome,
+                            // Still out: the next call waits on for it.
+                            Err(RecvTimeoutError::Timeout) => return None,
+                            Err(RecvTimeoutError::Disconnected) => Err(ClientError::Closed),
+                        }
+                    }
+                };
+                self.in_flight = None;
+                if matches!(outcome, Err(ClientError::Closed)) {
+                    return None;
+                }
+                match self.state.answer(Instant::now(), outcome) {
+                    Ok(()) => {}
+                    Err(error) => return Some(Err(error)),
+                }
+                continue;
             }
             if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 return None;
             }
             match self.state.next_step(Instant::now()) {
                 Step::Submit(request) => {
-                    let answer = self.client.request(request);
-                    if matches!(answer, Err(ClientError::Closed)) {
-                        return None;
-                    }
-                    match self.state.answer(Instant::now(), answer) {
-                        Ok(messages) => self.ready.extend(messages),
-                        Err(error) => return Some(Err(error)),
-                    }
+                    let admission = self.client.wait_for_room();
+                    self.in_flight = Some(self.client.hand_off(request, admission));
                 }
                 Step::Wait(until) => {
                     let until = deadline.map_or(until, |deadline| until.min(deadline));
@@ -178,33 +207,50 @@ impl TopicConsumer {
         }
     }
 
+    /// The answer to the request a call gave up waiting for, first: the state expects it
+    /// before the next step.
+    fn finish_in_flight(&mut self) -> Result<(), ClientError> {
+        if let Some(answer) = self.in_flight.take() {
+            let outcome = answer.recv().unwrap_or(Err(ClientError::Closed));
+            self.state.answer(Instant::now(), outcome)?;
+        }
+        Ok(())
+    }
+
     /// Joins the group (creating it first if configured) and reads the assignment, or
     /// reads the topic's partitions, without polling: what the first message would do
     /// first. Members that all join before any of them reads share the partitions out
     /// once, instead of handing some over as each newcomer arrives.
     pub fn join(&mut self) -> Result<(), ClientError> {
+        self.finish_in_flight()?;
         while !self.state.is_ready() {
-            match self.state.next_step(Instant::now()) {
-                Step::Submit(request) => {
-                    let answer = self.client.request(request);
-                    let messages = self.state.answer(Instant::now(), answer)?;
-                    self.ready.extend(messages);
-                }
-                Step::Wait(until) => {
-                    std::thread::sleep(until.saturating_duration_since(Instant::now()));
-                }
-            }
+            self.step()?;
         }
         Ok(())
     }
 
-    /// Stores the offsets handed out and not stored yet, now.
+    /// Stores the offsets handed out and not stored yet, now. A group member first syncs,
+    /// when it has not since the batch was handed out, and stores only the offsets of
+    /// partitions still its own (the others' new owners read on from the stored offset).
     pub fn commit(&mut self) -> Result<(), ClientError> {
-        for (partition, offset) in self.state.uncommitted() {
-            let call = self.state.commit_call(partition, offset)?;
-            let reply = self.client.request(call.request)?;
-            call.reply.extract(reply)?;
-            self.state.committed(partition, offset);
+        self.finish_in_flight()?;
+        self.state.request_commit();
+        while self.state.commit_requested() {
+            self.step()?;
+        }
+        Ok(())
+    }
+
+    /// One step of the state, waited for.
+    fn step(&mut self) -> Result<(), ClientError> {
+        match self.state.next_step(Instant::now()) {
+            Step::Submit(request) => {
+                let answer = self.client.request(request);
+                self.state.answer(Instant::now(), answer)?;
+            }
+            Step::Wait(until) => {
+                std::thread::sleep(until.saturating_duration_since(Instant::now()));
+            }
         }
         Ok(())
     }
@@ -214,10 +260,13 @@ impl TopicConsumer {
     pub fn shutdown(mut self, commit: bool) -> Result<(), ClientError> {
         if commit {
             self.commit()?;
+        } else {
+            self.finish_in_flight()?;
         }
         if let Some(call) = self.state.leave_call() {
             let reply = self.client.request(call.request)?;
             call.reply.extract(reply)?;
+            self.state.left();
         }
         Ok(())
     }

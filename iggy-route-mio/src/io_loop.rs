@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use iggy_route_core::client::ClientError;
+use iggy_route_core::client::consumer::GroupClaims;
 use iggy_route_core::{LinkId, Output, Request, RequestId, Router, Stats, SubmitError};
 use mio::{Events, Poll, Token};
 use tracing::{error, trace};
@@ -94,6 +95,8 @@ pub(crate) struct IoLoop {
     /// another link's span is entered; nesting there would chain every link's span to the
     /// one before it, one level per reconnect for the client's whole life.
     loop_span: tracing::Span,
+    /// The client's consumer-group claims (see `IoLoop::with_claims`).
+    claims: Option<GroupClaims>,
 }
 
 impl IoLoop {
@@ -122,7 +125,29 @@ impl IoLoop {
             read_buffer: vec![0; READ_CHUNK],
             session,
             loop_span: tracing::Span::none(),
+            claims: None,
         }
+    }
+
+    /// The client's consumer-group claims: memberships of dropped consumers end here.
+    pub(crate) fn with_claims(mut self, claims: GroupClaims) -> Self {
+        self.claims = Some(claims);
+        self
+    }
+
+    /// The memberships of consumers dropped without leaving their group end now.
+    fn end_memberships(&mut self) {
+        let Some(claims) = &self.claims else {
+            return;
+        };
+        let leaving = claims.take_leaving();
+        if leaving.is_empty() {
+            return;
+        }
+        for group in leaving {
+            self.router.abandon_group(Instant::now(), &group);
+        }
+        self.drain();
     }
 
     /// Runs until a `Shutdown` command, or until every client handle is gone.
@@ -177,6 +202,7 @@ impl IoLoop {
             }
             if woken {
                 self.take_resolved();
+                self.end_memberships();
                 match self.take_commands() {
                     Some(more) => commands_left = more,
                     None => return,

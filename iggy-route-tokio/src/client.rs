@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use iggy_route_core::client::consumer::GroupClaims;
 use iggy_route_core::client::{Call, ClientError};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
@@ -29,6 +30,8 @@ const CONNECT_ATTEMPTS: u32 = 3;
 pub struct Client {
     commands: mpsc::Sender<Command>,
     stats: Arc<Mutex<Stats>>,
+    /// The consumer groups this client's consumers are members of.
+    claims: GroupClaims,
     /// How long a request may wait for room in the router (`Config::request_timeout`).
     request_timeout: Duration,
 }
@@ -88,6 +91,14 @@ impl Client {
         let (io_events, io_queue) = mpsc::channel(IO_QUEUE_LEN);
         let stats = Arc::new(Mutex::new(Stats::default()));
         let (session_ready, session_signal) = oneshot::channel();
+        // Weak: the claims must not keep the driver alive once every client is dropped.
+        let wake = commands.downgrade();
+        let claims = GroupClaims::new(move || {
+            if let Some(commands) = wake.upgrade() {
+                // A full queue means the driver is busy: it looks at its next sweep.
+                let _ = commands.try_send(Command::EndMemberships);
+            }
+        });
         let driver = Driver::new(
             &config,
             router,
@@ -95,12 +106,14 @@ impl Client {
             Arc::clone(&stats),
             session_ready,
             tls,
+            claims.clone(),
         );
         let span = info_span!("iggy_route");
         tokio::spawn(driver.run(command_queue, io_queue).instrument(span));
         let client = Client {
             commands,
             stats,
+            claims,
             request_timeout,
         };
         // The driver answers as soon as the core reports the session signed in, or the
@@ -229,6 +242,11 @@ impl Client {
                 Err(mpsc::error::TrySendError::Closed(_)) => Err(ClientError::Closed),
             },
         }
+    }
+
+    /// The consumer groups this client's consumers are members of.
+    pub(crate) fn claims(&self) -> &GroupClaims {
+        &self.claims
     }
 
     /// `Config::request_timeout`: how long a request may wait for room, and then run.

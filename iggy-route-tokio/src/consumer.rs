@@ -15,7 +15,6 @@
 //! # }
 //! ```
 
-use std::collections::VecDeque;
 use std::time::Duration;
 
 use iggy_route_core::client::consumer::{
@@ -110,21 +109,27 @@ impl ConsumerBuilder {
     }
 
     /// The consumer. It asks nothing until [`TopicConsumer::next`] is first awaited.
-    pub fn build(self) -> TopicConsumer {
-        TopicConsumer {
+    ///
+    /// A group member is refused with `ClientError::GroupConsumerExists` while another
+    /// consumer of the same group lives on this client: the server counts a client as one
+    /// member, so each member of a group needs a client of its own.
+    pub fn build(self) -> Result<TopicConsumer, ClientError> {
+        Ok(TopicConsumer {
+            state: ConsumerState::claiming(self.config, self.client.claims())?,
             client: self.client,
-            state: ConsumerState::new(self.config),
-            ready: VecDeque::new(),
-        }
+        })
     }
 }
 
 /// See the module documentation.
+///
+/// Dropped without [`TopicConsumer::shutdown`], a group member's membership ends at once
+/// (its partitions go to the other members at their next sync), and what it handed out
+/// since its last commit is not stored: the next owner hands that batch out again.
 #[derive(Debug)]
 pub struct TopicConsumer {
     client: Client,
     state: ConsumerState,
-    ready: VecDeque<ReceivedMessage>,
 }
 
 impl TopicConsumer {
@@ -133,7 +138,7 @@ impl TopicConsumer {
     /// on after `poll_interval`. `None` once the client is shut down.
     pub async fn next(&mut self) -> Option<Result<ReceivedMessage, ClientError>> {
         loop {
-            if let Some(message) = self.ready.pop_front() {
+            if let Some(message) = self.state.next_message(std::time::Instant::now()) {
                 return Some(Ok(message));
             }
             match self.state.next_step(std::time::Instant::now()) {
@@ -143,7 +148,7 @@ impl TopicConsumer {
                         return None;
                     }
                     match self.state.answer(std::time::Instant::now(), answer) {
-                        Ok(messages) => self.ready.extend(messages),
+                        Ok(()) => {}
                         Err(error) => return Some(Err(error)),
                     }
                 }
@@ -163,8 +168,7 @@ impl TopicConsumer {
             match self.state.next_step(std::time::Instant::now()) {
                 Step::Submit(request) => {
                     let answer = self.client.request(request).await;
-                    let messages = self.state.answer(std::time::Instant::now(), answer)?;
-                    self.ready.extend(messages);
+                    self.state.answer(std::time::Instant::now(), answer)?;
                 }
                 Step::Wait(until) => {
                     tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
@@ -174,13 +178,21 @@ impl TopicConsumer {
         Ok(())
     }
 
-    /// Stores the offsets handed out and not stored yet, now.
+    /// Stores the offsets handed out and not stored yet, now. A group member first syncs,
+    /// when it has not since the batch was handed out, and stores only the offsets of
+    /// partitions still its own (the others' new owners read on from the stored offset).
     pub async fn commit(&mut self) -> Result<(), ClientError> {
-        for (partition, offset) in self.state.uncommitted() {
-            let call = self.state.commit_call(partition, offset)?;
-            let reply = self.client.request(call.request).await?;
-            call.reply.extract(reply)?;
-            self.state.committed(partition, offset);
+        self.state.request_commit();
+        while self.state.commit_requested() {
+            match self.state.next_step(std::time::Instant::now()) {
+                Step::Submit(request) => {
+                    let answer = self.client.request(request).await;
+                    self.state.answer(std::time::Instant::now(), answer)?;
+                }
+                Step::Wait(until) => {
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+                }
+            }
         }
         Ok(())
     }
@@ -194,6 +206,7 @@ impl TopicConsumer {
         if let Some(call) = self.state.leave_call() {
             let reply = self.client.request(call.request).await?;
             call.reply.extract(reply)?;
+            self.state.left();
         }
         Ok(())
     }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use iggy_route_core::client::consumer::GroupClaims;
 use iggy_route_core::client::{ClientError, session_signal};
 use iggy_route_core::{
     CloseReason, Config, ConnectError, LinkId, NodeId, Output, Reply, Request, RequestError,
@@ -57,6 +58,8 @@ pub(crate) enum Command {
     Shutdown {
         done: oneshot::Sender<()>,
     },
+    /// A consumer was dropped while a member of its group: see `GroupClaims`.
+    EndMemberships,
 }
 
 /// The tasks behind one link.
@@ -132,6 +135,8 @@ pub(crate) struct Driver {
     stopping: bool,
     /// When the driver last looked for abandoned requests.
     swept_at: Instant,
+    /// The client's consumer-group claims: memberships of dropped consumers end here.
+    claims: GroupClaims,
 }
 
 impl Driver {
@@ -143,6 +148,7 @@ impl Driver {
         stats: Arc<Mutex<Stats>>,
         session_ready: SessionReady,
         tls: Option<Arc<Tls>>,
+        claims: GroupClaims,
     ) -> Self {
         Self {
             router,
@@ -163,6 +169,7 @@ impl Driver {
             early_failures: EarlyFailures::new(config),
             stopping: false,
             swept_at: Instant::now(),
+            claims,
         }
     }
 
@@ -215,6 +222,7 @@ impl Driver {
                         reply,
                         admission,
                     }) => self.submit(request, reply, admission),
+                    Some(Command::EndMemberships) => self.end_memberships(Instant::now()),
                     Some(Command::Shutdown { done }) => {
                         self.shutdown();
                         let _ = done.send(());
@@ -251,6 +259,14 @@ impl Driver {
             self.router.withdraw(now, id);
         }
         self.waiting.forget_abandoned();
+        self.end_memberships(now);
+    }
+
+    /// The memberships of consumers dropped without leaving their group end now.
+    fn end_memberships(&mut self, now: Instant) {
+        for group in self.claims.take_leaving() {
+            self.router.abandon_group(now, &group);
+        }
     }
 
     /// Time passed: the router's deadlines, and those of the requests waiting for room.

@@ -38,7 +38,7 @@ async fn main() -> Result<(), ClientError> {
             .batch_length(100)
             .poll_interval(Duration::from_millis(20))
             .auto_commit(AutoCommit::AfterPoll)
-            .build();
+            .build()?;
         member.join().await?;
         clients.push(client);
         members.push(member);

@@ -110,7 +110,8 @@ async fn a_group_of_three_reads_every_message_once_while_primaries_move() {
             .batch_length(7)
             .poll_interval(Duration::from_millis(20))
             .auto_commit(AutoCommit::AfterPoll)
-            .build();
+            .build()
+            .unwrap();
         member.join().await.unwrap();
         async_members.push(member);
     }
@@ -122,7 +123,8 @@ async fn a_group_of_three_reads_every_message_once_while_primaries_move() {
         .batch_length(7)
         .poll_interval(Duration::from_millis(20))
         .auto_commit(AutoCommit::AfterPoll)
-        .build();
+        .build()
+        .unwrap();
     blocking_member.join().unwrap();
 
     let stop = Arc::new(AtomicBool::new(false));

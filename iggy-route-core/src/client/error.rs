@@ -59,6 +59,14 @@ pub enum ClientError {
     /// The client was shut down.
     #[error("client shut down")]
     Closed,
+    /// A consumer of this group already lives on this client: the server counts a client
+    /// as one member of a group, so a second consumer would share its membership and read
+    /// the same partitions. Each member of a group needs a client of its own.
+    #[error("a consumer of group {group} already lives on this client")]
+    GroupConsumerExists {
+        /// The group, as the consumer named it.
+        group: crate::wire::Identifier,
+    },
 }
 
 impl From<RequestError> for ClientError {
@@ -110,6 +118,9 @@ impl Clone for ClientError {
             Self::ConnectTimedOut { after } => Self::ConnectTimedOut { after: *after },
             Self::UnexpectedReply { operation } => Self::UnexpectedReply { operation },
             Self::Closed => Self::Closed,
+            Self::GroupConsumerExists { group } => Self::GroupConsumerExists {
+                group: group.clone(),
+            },
         }
     }
 }

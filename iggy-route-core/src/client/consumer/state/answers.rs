@@ -1,0 +1,325 @@
+//! The answers a consumer gets, and what it makes of them (see the module documentation of
+//! `client::consumer`).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::{Asked, ConsumerState, Position, View};
+use crate::client::consumer::{AutoCommit, ReceivedMessage};
+use crate::client::{Call, ClientError};
+use crate::request::{Reply, RequestError};
+use crate::wire::{ConsumerGroupAssignment, ErrorCode, Identifier};
+
+impl ConsumerState {
+    /// The answer to the request out: the messages it brought wait for
+    /// [`Self::next_message`]; an error is the caller's to see (the step is asked again
+    /// after `poll_interval`).
+    pub fn answer(
+        &mut self,
+        now: Instant,
+        answer: Result<Reply, ClientError>,
+    ) -> Result<(), ClientError> {
+        let Some(asked) = self.asked.take() else {
+            return Ok(());
+        };
+        let result = self.apply(now, asked, answer);
+        if result.is_err() {
+            self.retry_at = Some(now + self.config.poll_interval);
+            // The caller's commit ends with the error.
+            self.commit_requested = false;
+        }
+        result
+    }
+
+    fn apply(
+        &mut self,
+        now: Instant,
+        asked: Asked,
+        answer: Result<Reply, ClientError>,
+    ) -> Result<(), ClientError> {
+        match asked {
+            Asked::CreateGroup => {
+                match answer {
+                    Ok(_) => {}
+                    // Created by another member first.
+                    Err(error)
+                        if server_code(&error)
+                            == Some(ErrorCode::ConsumerGroupNameAlreadyExists) => {}
+                    Err(error) => return Err(error),
+                }
+                self.group_created = true;
+            }
+            Asked::Join => {
+                answer?;
+                self.joined = true;
+                self.known = false;
+                // A membership of its own: nothing carries over from an earlier one.
+                self.view = None;
+                self.stats.joins += 1;
+            }
+            Asked::Sync(sent_at) => {
+                let payload = answer?;
+                let assignment = Call::<Option<ConsumerGroupAssignment>>::sync_consumer_group(
+                    self.config.stream.clone(),
+                    self.config.topic.clone(),
+                    self.group().cloned().unwrap_or(Identifier::Numeric(0)),
+                )?
+                .reply
+                .extract(payload)?;
+                self.stats.syncs += 1;
+                self.synced_at = Some(now);
+                match assignment {
+                    Some(assignment) => self.assign(assignment, sent_at),
+                    // The membership ended (its link was lost): join again, not at once,
+                    // as a node that has not applied our join yet answers so too.
+                    None => {
+                        self.joined = false;
+                        self.known = false;
+                        self.view = None;
+                        self.retry_at = Some(now + self.config.poll_interval);
+                    }
+                }
+            }
+            Asked::Partitions => {
+                let topic = Call::get_topic(self.config.stream.clone(), self.config.topic.clone())?
+                    .reply
+                    .extract(answer?)?;
+                let Some(topic) = topic else {
+                    return Err(ClientError::Request(RequestError::Server {
+                        code: ErrorCode::TopicIdNotFound,
+                    }));
+                };
+                self.partitions = (0..topic.summary.partitions_count).collect();
+                self.known = true;
+            }
+            Asked::Commit(partition, offset) => {
+                return self.commit_answered(now, partition, offset, answer);
+            }
+            Asked::Farewell(partition, offset) => {
+                self.farewells.retain(|f| *f != (partition, offset));
+                match answer {
+                    Ok(_) => self.stats.commits += 1,
+                    // Its next owner reads the batch again: the window the docs name.
+                    Err(error) if is_fenced(&error) => self.stats.commits_fenced += 1,
+                    Err(_) => self.stats.commit_failures += 1,
+                }
+            }
+            Asked::Poll(partition) => return self.polled(now, partition, answer),
+        }
+        Ok(())
+    }
+
+    fn commit_answered(
+        &mut self,
+        now: Instant,
+        partition: u32,
+        offset: u64,
+        answer: Result<Reply, ClientError>,
+    ) -> Result<(), ClientError> {
+        self.committed_at = Some(now);
+        match answer {
+            Ok(_) => {
+                self.stats.commits += 1;
+                if let Some(position) = self.positions.get_mut(&partition) {
+                    position.committed = position.committed.max(Some(offset));
+                }
+                Ok(())
+            }
+            Err(error) if self.group().is_some() && is_fenced(&error) => {
+                // The partition went to another member, which reads on from the stored
+                // offset: nothing of it is ours to store or read now. Sync again.
+                self.stats.commits_fenced += 1;
+                self.positions.remove(&partition);
+                self.resync();
+                Ok(())
+            }
+            Err(error) => {
+                self.stats.commit_failures += 1;
+                Err(error)
+            }
+        }
+    }
+
+    fn polled(
+        &mut self,
+        now: Instant,
+        partition: u32,
+        answer: Result<Reply, ClientError>,
+    ) -> Result<(), ClientError> {
+        let polled = match answer {
+            Ok(Reply::Polled(polled)) => polled,
+            Ok(_) => {
+                return Err(ClientError::UnexpectedReply {
+                    operation: "poll messages",
+                });
+            }
+            Err(error)
+                if server_code(&error) == Some(ErrorCode::ConsumerGroupPartitionNotOwned) =>
+            {
+                self.fenced_poll(now, partition);
+                return Ok(());
+            }
+            Err(error) => return Err(error),
+        };
+        self.stats.polls += 1;
+        if polled.partition_id == u32::MAX && polled.messages.is_empty() {
+            // Not this member's partition (any more): read the assignment again.
+            self.fenced_poll(now, partition);
+            return Ok(());
+        }
+        let count = self.partitions.len().max(1);
+        self.cursor = (self.cursor + 1) % count;
+        let position = self.positions.entry(partition).or_default();
+        let verified = std::mem::take(&mut position.verify);
+        let Some(last) = polled.messages.last().map(|m| m.offset) else {
+            if verified {
+                // Nothing after the group's stored offset: what this member handed out
+                // is stored, or lies behind what another member stored. Either way the
+                // partition goes on from the stored offset, and nothing of ours is stored.
+                *position = Position {
+                    from_stored: true,
+                    ..Position::default()
+                };
+            }
+            position.idle_until = Some(now + self.config.poll_interval);
+            return Ok(());
+        };
+        // Only what lies at or after the position: a message handed out is never handed
+        // out again by this consumer. A poll from the stored offset that verified the
+        // position starts at or before it when nobody stored past it (the position
+        // stands), and after it when someone did (it moves on to there).
+        let from = position.next.unwrap_or(0);
+        position.next = Some(from.max(last + 1));
+        position.idle_until = None;
+        if last >= from {
+            self.handouts += 1;
+            position.handed_at = self.handouts;
+        }
+        let before = self.ready.len();
+        self.ready.extend(
+            polled
+                .messages
+                .into_iter()
+                .filter(|m| m.offset >= from)
+                .map(|message| ReceivedMessage {
+                    partition_id: partition,
+                    message,
+                }),
+        );
+        self.stats.messages += (self.ready.len() - before) as u64;
+        Ok(())
+    }
+
+    /// A poll the group fenced: sync again, and do not ask this partition again before
+    /// `poll_interval` (a node that has not applied our join yet fences us too, and a
+    /// sync may show the partition still ours).
+    fn fenced_poll(&mut self, now: Instant, partition: u32) {
+        self.positions.entry(partition).or_default().idle_until =
+            Some(now + self.config.poll_interval);
+        self.resync();
+    }
+
+    fn resync(&mut self) {
+        self.stats.resyncs += 1;
+        self.known = false;
+    }
+
+    /// A new assignment, from a sync sent when `sent_at` batches had been handed out.
+    /// A partition kept since the last view keeps its position (and the batches handed
+    /// out before the sync are confirmed ours); one given up keeps nothing, its last
+    /// batch committed on the way out if it was ours to the end; one taken over starts
+    /// from the group's stored offset; one listed again after changes the member did not
+    /// see is verified against the stored offset before it is read on or committed.
+    fn assign(&mut self, assignment: ConsumerGroupAssignment, sent_at: u64) {
+        let view = self.view.take();
+        let kept = |partition: u32| {
+            view.as_ref()
+                .is_some_and(|v| v.kept(&assignment, partition))
+        };
+        if view.as_ref().map(|v| v.generation) != Some(assignment.generation) {
+            self.cursor = 0;
+        }
+        let commits = self.config.auto_commit != AutoCommit::Never;
+        let positions = std::mem::take(&mut self.positions);
+        for (partition, position) in positions {
+            if !assignment.partitions.contains(&partition) {
+                if commits
+                    && kept(partition)
+                    && let Some(offset) = position.uncommitted()
+                {
+                    self.farewells.push((partition, offset));
+                }
+            } else if kept(partition) {
+                self.positions.insert(partition, position);
+            } else {
+                // Listed again after changes this member did not see: someone else may
+                // have read and stored it meanwhile.
+                self.positions.insert(
+                    partition,
+                    Position {
+                        verify: true,
+                        ..position
+                    },
+                );
+            }
+        }
+        for partition in &assignment.partitions {
+            self.positions.entry(*partition).or_insert(Position {
+                from_stored: self.assigned_before,
+                ..Position::default()
+            });
+        }
+        self.drop_unsure_ready(kept);
+        self.confirmed = sent_at;
+        self.assigned_before = true;
+        self.partitions = assignment.partitions.clone();
+        self.view = Some(View {
+            generation: assignment.generation,
+            partitions: assignment.partitions,
+        });
+        self.known = true;
+    }
+
+    /// Drops the messages polled and not taken of every partition not `kept` since they
+    /// were polled; a partition still the member's reads them again (its position goes
+    /// back to the first of them), after whatever another member stored.
+    fn drop_unsure_ready(&mut self, kept: impl Fn(u32) -> bool) {
+        let mut first_dropped: BTreeMap<u32, u64> = BTreeMap::new();
+        self.ready.retain(|m| {
+            if kept(m.partition_id) {
+                return true;
+            }
+            first_dropped
+                .entry(m.partition_id)
+                .or_insert(m.message.offset);
+            false
+        });
+        for (partition, offset) in first_dropped {
+            if let Some(position) = self.positions.get_mut(&partition) {
+                position.next = position.next.map(|next| next.min(offset));
+            }
+        }
+    }
+}
+
+/// Whether a group offset write was refused because the partition is not the member's
+/// (any more): the fence answers `ConsumerGroupPartitionNotOwned`, or `ResourceNotFound`
+/// as the server's offset fence does.
+fn is_fenced(error: &ClientError) -> bool {
+    matches!(
+        server_code(error),
+        Some(
+            ErrorCode::ConsumerGroupPartitionNotOwned
+                | ErrorCode::ResourceNotFound
+                | ErrorCode::ConsumerGroupMemberNotFound
+        )
+    )
+}
+
+fn server_code(error: &ClientError) -> Option<ErrorCode> {
+    if let ClientError::Request(RequestError::Server { code }) = error {
+        Some(*code)
+    } else {
+        None
+    }
+}

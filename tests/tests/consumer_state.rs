@@ -1,0 +1,419 @@
+//! The consumer state machine of the core, step by step with scripted answers: what a
+//! group member asks, and what it makes of the answers, where ownership changes hands.
+//! Each test pins one rule of the module documentation of `client::consumer`.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use iggy_route_core::client::ClientError;
+use iggy_route_core::client::consumer::{
+    AutoCommit, ConsumerConfig, ConsumerIdentity, ConsumerState, GroupClaims, Step,
+};
+use iggy_route_core::wire::{
+    ConsumerGroupAssignment, ErrorCode, Identifier, PollMessagesReply, PolledMessage,
+    PollingStrategy, code,
+};
+use iggy_route_core::{Reply, ReplyPayload, Request, RequestError};
+
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+fn config(auto_commit: AutoCommit) -> ConsumerConfig {
+    let mut config = ConsumerConfig::new(
+        Identifier::Numeric(1),
+        Identifier::Numeric(1),
+        ConsumerIdentity::Group(Identifier::try_from("readers").unwrap()),
+    );
+    config.batch_length = 10;
+    config.poll_interval = POLL_INTERVAL;
+    config.auto_commit = auto_commit;
+    config.create_group = false;
+    config
+}
+
+/// What a step asks, in a word.
+#[derive(Debug, PartialEq, Eq)]
+enum Asks {
+    Join,
+    Sync,
+    Poll(u32, PollingStrategy),
+    Commit(u32, u64),
+    Wait,
+}
+
+fn step(state: &mut ConsumerState, now: Instant) -> Asks {
+    match state.next_step(now) {
+        Step::Wait(_) => Asks::Wait,
+        Step::Submit(Request::Poll(poll)) => Asks::Poll(poll.partition_id.unwrap(), poll.strategy),
+        Step::Submit(Request::StoreOffset(store)) => Asks::Commit(store.partition_id, store.offset),
+        Step::Submit(Request::Command(command)) => match command.code {
+            code::JOIN_CONSUMER_GROUP => Asks::Join,
+            code::SYNC_CONSUMER_GROUP => Asks::Sync,
+            other => panic!("unexpected command {other}"),
+        },
+        Step::Submit(other) => panic!("unexpected request {other:?}"),
+    }
+}
+
+fn done() -> Result<Reply, ClientError> {
+    Ok(Reply::Payload(ReplyPayload(Bytes::new())))
+}
+
+fn assignment(generation: u64, partitions: &[u32]) -> Result<Reply, ClientError> {
+    let mut out = BytesMut::new();
+    ConsumerGroupAssignment {
+        generation,
+        partitions: partitions.to_vec(),
+    }
+    .encode(&mut out);
+    Ok(Reply::Payload(ReplyPayload(out.freeze())))
+}
+
+fn messages(partition: u32, offsets: std::ops::Range<u64>) -> Result<Reply, ClientError> {
+    Ok(Reply::Polled(PollMessagesReply {
+        partition_id: partition,
+        current_offset: offsets.end,
+        messages: offsets
+            .map(|offset| PolledMessage {
+                offset,
+                id: u128::from(offset) + 1,
+                timestamp: 0,
+                origin_timestamp: 0,
+                payload: Bytes::from_static(b"m"),
+                user_headers: Bytes::new(),
+            })
+            .collect(),
+    }))
+}
+
+/// Answers the request out and takes every message it brought: how many.
+fn handed(state: &mut ConsumerState, now: Instant, reply: Result<Reply, ClientError>) -> usize {
+    state.answer(now, reply).unwrap();
+    std::iter::from_fn(|| state.next_message(now)).count()
+}
+
+fn refused(code: ErrorCode) -> Result<Reply, ClientError> {
+    Err(ClientError::Request(RequestError::Server { code }))
+}
+
+/// A member that joined and synced `partitions` at `generation`.
+fn member(
+    now: Instant,
+    auto_commit: AutoCommit,
+    generation: u64,
+    partitions: &[u32],
+) -> ConsumerState {
+    let mut state = ConsumerState::new(config(auto_commit));
+    assert_eq!(step(&mut state, now), Asks::Join);
+    state.answer(now, done()).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state
+        .answer(now, assignment(generation, partitions))
+        .unwrap();
+    state
+}
+
+#[test]
+fn a_partition_back_after_a_generation_jump_is_read_from_the_stored_offset() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::Never, 1, &[3]);
+    assert_eq!(step(&mut state, now), Asks::Poll(3, PollingStrategy::Next));
+    assert_eq!(handed(&mut state, now, messages(3, 0..10)), 10);
+    assert_eq!(
+        step(&mut state, now),
+        Asks::Poll(3, PollingStrategy::Offset(10))
+    );
+    handed(&mut state, now, messages(3, 10..10));
+    // The member stops reading; meanwhile others join, read and commit partition 3, and
+    // leave: the generation moved by three.
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state.answer(later, assignment(4, &[3])).unwrap();
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(3, PollingStrategy::Next),
+        "not from its own old position"
+    );
+    // Another member stored 99, the last offset: nothing after it.
+    assert_eq!(handed(&mut state, later, messages(3, 100..100)), 0);
+    assert!(state.uncommitted().is_empty());
+    let after_idle = later + POLL_INTERVAL;
+    assert_eq!(
+        step(&mut state, after_idle),
+        Asks::Poll(3, PollingStrategy::Next)
+    );
+    assert_eq!(handed(&mut state, after_idle, messages(3, 100..103)), 3);
+}
+
+#[test]
+fn a_partition_listed_again_that_nobody_stored_meanwhile_goes_on_from_its_position() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0, 1, 2]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    assert_eq!(handed(&mut state, now, messages(0, 0..10)), 10);
+    // Two members joined meanwhile and took partitions 1 and 2; 0 stayed, unseen.
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state.answer(later, assignment(3, &[0])).unwrap();
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(0, PollingStrategy::Next)
+    );
+    // Nothing stored: the poll starts at 0, at or before the position.
+    assert_eq!(
+        handed(&mut state, later, messages(0, 0..10)),
+        0,
+        "handed out twice"
+    );
+    assert_eq!(step(&mut state, later), Asks::Commit(0, 9));
+    state.answer(later, Ok(Reply::OffsetStored)).unwrap();
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(0, PollingStrategy::Offset(10))
+    );
+}
+
+#[test]
+fn a_partition_listed_again_that_someone_stored_past_goes_on_from_there() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    handed(&mut state, now, messages(0, 0..10));
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state.answer(later, assignment(4, &[0])).unwrap();
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(0, PollingStrategy::Next)
+    );
+    // Another member stored 29.
+    assert_eq!(handed(&mut state, later, messages(0, 30..40)), 10);
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Sync,
+        "39 is stored once confirmed"
+    );
+    state.answer(later, assignment(4, &[0])).unwrap();
+    assert_eq!(step(&mut state, later), Asks::Commit(0, 39));
+}
+
+#[test]
+fn a_partition_kept_through_one_rebalance_keeps_its_position() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::Never, 1, &[0, 1]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    handed(&mut state, now, messages(0, 0..5));
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state.answer(later, assignment(2, &[0])).unwrap();
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(0, PollingStrategy::Offset(5))
+    );
+}
+
+#[test]
+fn a_batch_is_stored_only_after_a_sync_sent_after_it_was_handed_out() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    handed(&mut state, now, messages(0, 0..10));
+    assert_eq!(
+        step(&mut state, now),
+        Asks::Sync,
+        "the view is confirmed first"
+    );
+    state.answer(now, assignment(1, &[0])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Commit(0, 9));
+    state.answer(now, Ok(Reply::OffsetStored)).unwrap();
+    assert_eq!(
+        step(&mut state, now),
+        Asks::Poll(0, PollingStrategy::Offset(10))
+    );
+}
+
+#[test]
+fn a_batch_of_a_partition_that_changed_hands_unseen_is_never_stored() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    handed(&mut state, now, messages(0, 0..10));
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    // Partition 0 was another member's in between and is back: 9 may lie below what the
+    // other member stored.
+    state.answer(now, assignment(3, &[0])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    assert!(state.uncommitted().is_empty());
+}
+
+#[test]
+fn a_fenced_commit_syncs_again_and_is_no_error() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0, 1]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    handed(&mut state, now, messages(0, 0..10));
+    assert_eq!(step(&mut state, now), Asks::Poll(1, PollingStrategy::Next));
+    handed(&mut state, now, messages(1, 0..10));
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(1, &[0, 1])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Commit(0, 9));
+    // Partition 0 went to a newcomer since.
+    let answered = state.answer(now, refused(ErrorCode::ResourceNotFound));
+    assert!(answered.is_ok(), "not an error for the caller");
+    assert_eq!(state.stats().commits_fenced, 1);
+    assert_eq!(step(&mut state, now), Asks::Sync);
+}
+
+#[test]
+fn a_partition_given_up_in_one_rebalance_has_its_last_batch_stored_on_the_way_out() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0, 1]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    handed(&mut state, now, messages(0, 0..10));
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state.answer(later, assignment(2, &[1])).unwrap();
+    assert_eq!(step(&mut state, later), Asks::Commit(0, 9));
+    // Refused (moved on already): the next owner reads it again; nothing for the caller.
+    assert_eq!(
+        handed(&mut state, later, refused(ErrorCode::ResourceNotFound)),
+        0
+    );
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(1, PollingStrategy::Next)
+    );
+}
+
+#[test]
+fn a_fenced_poll_syncs_and_the_partition_waits_a_poll_interval() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::Never, 1, &[0]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    let fenced = Ok(Reply::Polled(PollMessagesReply {
+        partition_id: u32::MAX,
+        current_offset: 0,
+        messages: Vec::new(),
+    }));
+    state.answer(now, fenced).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    // A node that had not applied the join: the sync says the partition is ours.
+    state.answer(now, assignment(1, &[0])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Wait, "no poll at once");
+    assert_eq!(
+        step(&mut state, now + POLL_INTERVAL),
+        Asks::Poll(0, PollingStrategy::Next)
+    );
+}
+
+#[test]
+fn a_sync_answered_not_a_member_joins_again_after_a_poll_interval() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::Never, 1, &[0]);
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state
+        .answer(later, Ok(Reply::Payload(ReplyPayload(Bytes::new()))))
+        .unwrap();
+    assert_eq!(step(&mut state, later), Asks::Wait);
+    assert_eq!(step(&mut state, later + POLL_INTERVAL), Asks::Join);
+}
+
+#[test]
+fn a_callers_commit_syncs_first_and_then_stores_every_partition() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::Never, 1, &[0, 1]);
+    for partition in [0, 1] {
+        assert_eq!(
+            step(&mut state, now),
+            Asks::Poll(partition, PollingStrategy::Next)
+        );
+        handed(&mut state, now, messages(partition, 0..4));
+    }
+    state.request_commit();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(1, &[0, 1])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Commit(0, 3));
+    state.answer(now, Ok(Reply::OffsetStored)).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Commit(1, 3));
+    state.answer(now, Ok(Reply::OffsetStored)).unwrap();
+    assert!(state.commit_requested());
+    assert_eq!(step(&mut state, now), Asks::Wait);
+    assert!(!state.commit_requested(), "done");
+}
+
+#[test]
+fn a_callers_commit_stores_what_was_taken_not_what_was_polled() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::Never, 1, &[0]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    state.answer(now, messages(0, 0..15)).unwrap();
+    for _ in 0..10 {
+        state.next_message(now).unwrap();
+    }
+    state.request_commit();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(1, &[0])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Commit(0, 9), "not 14");
+    state.answer(now, Ok(Reply::OffsetStored)).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Wait);
+    assert_eq!(state.next_message(now).unwrap().message.offset, 10);
+}
+
+#[test]
+fn messages_polled_before_a_caller_went_away_are_not_handed_out_unconfirmed() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::Never, 1, &[2]);
+    assert_eq!(step(&mut state, now), Asks::Poll(2, PollingStrategy::Next));
+    state.answer(now, messages(2, 0..15)).unwrap();
+    for _ in 0..10 {
+        state.next_message(now).unwrap();
+    }
+    // The caller comes back after a sync interval: the five left wait for a sync.
+    let later = now + Duration::from_secs(2);
+    assert!(state.next_message(later).is_none());
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    // Another member read partition 2 to 99 and stored it meanwhile.
+    state.answer(later, assignment(4, &[2])).unwrap();
+    assert!(state.next_message(later).is_none(), "10..14 dropped");
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(2, PollingStrategy::Next)
+    );
+    assert_eq!(handed(&mut state, later, messages(2, 100..105)), 5);
+}
+
+#[test]
+fn a_second_consumer_of_a_group_on_one_client_is_refused() {
+    let claims = GroupClaims::new(|| {});
+    let first = ConsumerState::claiming(config(AutoCommit::Never), &claims).unwrap();
+    let second = ConsumerState::claiming(config(AutoCommit::Never), &claims);
+    assert!(matches!(
+        second,
+        Err(ClientError::GroupConsumerExists { .. })
+    ));
+    drop(first);
+    assert!(ConsumerState::claiming(config(AutoCommit::Never), &claims).is_ok());
+}
+
+#[test]
+fn a_member_dropped_without_leaving_asks_its_client_to_end_the_membership() {
+    let now = Instant::now();
+    let claims = GroupClaims::new(|| {});
+    let mut state = ConsumerState::claiming(config(AutoCommit::Never), &claims).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Join);
+    state.answer(now, done()).unwrap();
+    drop(state);
+    assert_eq!(claims.take_leaving().len(), 1);
+
+    // One that left, or never joined, leaves nothing to end.
+    let mut left = ConsumerState::claiming(config(AutoCommit::Never), &claims).unwrap();
+    assert_eq!(step(&mut left, now), Asks::Join);
+    left.answer(now, done()).unwrap();
+    assert!(left.leave_call().is_some());
+    left.left();
+    drop(left);
+    drop(ConsumerState::claiming(config(AutoCommit::Never), &claims).unwrap());
+    assert!(claims.take_leaving().is_empty());
+}
