@@ -17,6 +17,10 @@ mod sdk_day;
 #[path = "real_cluster/raw_commands.rs"]
 mod raw_commands;
 
+// Consumer-group members through the adapters' consumer API.
+#[path = "real_cluster/groups.rs"]
+mod groups;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
