@@ -385,6 +385,78 @@ fn messages_polled_before_a_caller_went_away_are_not_handed_out_unconfirmed() {
 }
 
 #[test]
+fn an_old_hand_out_behind_what_another_member_stored_is_never_committed() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    assert_eq!(handed(&mut state, now, messages(0, 0..10)), 10);
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state.answer(later, assignment(4, &[0])).unwrap();
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(0, PollingStrategy::Next)
+    );
+    // Another member stored 19; the caller takes nothing more and commits.
+    state.answer(later, messages(0, 20..25)).unwrap();
+    state.request_commit();
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Wait,
+        "9 is not stored over 19"
+    );
+    assert!(!state.commit_requested());
+}
+
+#[test]
+fn a_farewell_not_made_before_the_next_sync_is_never_made() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0, 1]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    assert_eq!(handed(&mut state, now, messages(0, 0..10)), 10);
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state.answer(later, assignment(2, &[1])).unwrap();
+    // The caller went away before the farewell of partition 0 was made; partition 0
+    // went to another member and came back meanwhile.
+    let much_later = later + Duration::from_secs(2);
+    assert_eq!(step(&mut state, much_later), Asks::Sync);
+    state.answer(much_later, assignment(5, &[0, 1])).unwrap();
+    let next = step(&mut state, much_later);
+    assert!(
+        matches!(next, Asks::Poll(0 | 1, PollingStrategy::Next)),
+        "no late farewell: {next:?}"
+    );
+}
+
+#[test]
+fn an_interval_member_with_nothing_to_commit_waits_for_its_partitions() {
+    let now = Instant::now();
+    let mut state = member(
+        now,
+        AutoCommit::Interval(Duration::from_millis(10)),
+        1,
+        &[0],
+    );
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    assert_eq!(handed(&mut state, now, messages(0, 0..3)), 3);
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(1, &[0])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Commit(0, 2));
+    state.answer(now, Ok(Reply::OffsetStored)).unwrap();
+    assert_eq!(
+        step(&mut state, now),
+        Asks::Poll(0, PollingStrategy::Offset(3))
+    );
+    state.answer(now, messages(0, 3..3)).unwrap();
+    let soon = now + Duration::from_millis(50);
+    match state.next_step(soon) {
+        Step::Wait(until) => assert!(until > soon, "a wait that ends at once: a spin"),
+        Step::Submit(request) => panic!("asks {request:?} with nothing due"),
+    }
+}
+
+#[test]
 fn a_second_consumer_of_a_group_on_one_client_is_refused() {
     let claims = GroupClaims::new(|| {});
     let first = ConsumerState::claiming(config(AutoCommit::Never), &claims).unwrap();

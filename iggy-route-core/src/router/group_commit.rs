@@ -152,6 +152,17 @@ impl Router {
                     self.routing
                         .handle_result(now, request, commit.routed, attempt);
                 }
+                Err(ReplyError::Status(code) | ReplyError::Rejected(code))
+                    if code == ErrorCode::ResourceNotFound =>
+                {
+                    // The server's offset fence: the partition is not the member's now.
+                    // Said as the fence it is, so that it is not tried again as a partition
+                    // a lagging node does not know yet (accepted later, once the partition
+                    // came back, it would move the stored offset back).
+                    let code = ErrorCode::ConsumerGroupPartitionNotOwned;
+                    let attempt = Attempt::Failed(RequestError::Server { code });
+                    self.commit_over(now, request, commit.routed, attempt);
+                }
                 Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
                     let attempt = self.status_attempt(now, (link_id, request), code, false);
                     self.commit_over(now, request, commit.routed, attempt);

@@ -189,6 +189,11 @@ impl ConsumerState {
         // position starts at or before it when nobody stored past it (the position
         // stands), and after it when someone did (it moves on to there).
         let from = position.next.unwrap_or(0);
+        if verified && let Some(first) = polled.messages.first().map(|m| m.offset) {
+            // The poll started after the group's stored offset: that is `first - 1`, and
+            // what this member handed out up to there is not its to store.
+            position.committed = position.committed.max(first.checked_sub(1));
+        }
         position.next = Some(from.max(last + 1));
         position.idle_until = None;
         if last >= from {
@@ -240,6 +245,9 @@ impl ConsumerState {
             self.cursor = 0;
         }
         let commits = self.config.auto_commit != AutoCommit::Never;
+        // Farewells of an earlier view not made by now may name a partition that came
+        // back meanwhile: stored now, they could move its offset back.
+        self.farewells.clear();
         let positions = std::mem::take(&mut self.positions);
         for (partition, position) in positions {
             if !assignment.partitions.contains(&partition) {
@@ -269,7 +277,9 @@ impl ConsumerState {
                 ..Position::default()
             });
         }
-        self.drop_unsure_ready(kept);
+        self.drop_unsure_ready(|partition| {
+            assignment.partitions.contains(&partition) && kept(partition)
+        });
         self.confirmed = sent_at;
         self.assigned_before = true;
         self.partitions = assignment.partitions.clone();

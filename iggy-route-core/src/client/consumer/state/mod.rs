@@ -275,7 +275,11 @@ impl ConsumerState {
                 let call = Call::join_consumer_group(stream, topic, group);
                 return (Some(Asked::Join), call.ok().map(|c| c.request));
             }
-            if let Some(&(partition, offset)) = self.farewells.first() {
+            // Made at once after the sync that gave the partitions up; a sync due first
+            // (the caller was away) clears them.
+            if let Some(&(partition, offset)) = self.farewells.first()
+                && !self.sync_due(now)
+            {
                 return (
                     Some(Asked::Farewell(partition, offset)),
                     self.commit_call(partition, offset).ok().map(|c| c.request),
@@ -394,8 +398,12 @@ impl ConsumerState {
             .and(self.synced_at)
             .map(|at| at + self.config.sync_interval);
         let commit = match self.config.auto_commit {
-            AutoCommit::Interval(every) => self.committed_at.map(|at| at + every),
-            AutoCommit::Never | AutoCommit::AfterPoll => None,
+            // Only when there is something to store: else the wait would end at once,
+            // again and again.
+            AutoCommit::Interval(every) if !self.uncommitted().is_empty() => {
+                self.committed_at.map(|at| at + every)
+            }
+            AutoCommit::Interval(_) | AutoCommit::Never | AutoCommit::AfterPoll => None,
         };
         [idle, sync, commit]
             .into_iter()
