@@ -4,7 +4,9 @@
 //!   sweep splits into chunks, one process per core (see the README's reliability section);
 //! - `SIM_SEED=n` runs only seed `n` (add `SIM_VERBOSE=1` to print its whole trace);
 //! - a sweep of 100 seeds or more must meet every hard case (refusals, unknown outcomes,
-//!   session moves, 57s, stray, duplicated and garbage replies, lying routes) at least once;
+//!   session moves, 57s, stray, duplicated and garbage replies, lying routes, and of the
+//!   group members: re-deliveries, fenced commits, drops, refused second consumers) at
+//!   least once;
 //! - `SIM_HASHES=<file>` writes `seed trace_hash steps` for every seed run, so that a change
 //!   meant to alter nothing observable (a refactor of the core) can be checked against the
 //!   file written before it, seed by seed (`diff` the two files);
@@ -86,6 +88,15 @@ fn every_seed_keeps_every_invariant() {
         total.refusal_views_followed += report.refusal_views_followed;
         total.balanced_passed_over += report.balanced_passed_over;
         total.balanced_passed_stalled += report.balanced_passed_stalled;
+        total.members_built += report.members_built;
+        total.member_handouts += report.member_handouts;
+        total.member_redeliveries += report.member_redeliveries;
+        total.member_commits += report.member_commits;
+        total.member_commits_fenced += report.member_commits_fenced;
+        total.members_dropped += report.members_dropped;
+        total.members_shut_down += report.members_shut_down;
+        total.second_consumers_refused += report.second_consumers_refused;
+        total.member_spin_waits += report.member_spin_waits;
         let (sum, one) = (&mut total.adversary, report.adversary);
         sum.not_committed += one.not_committed;
         sum.duplicated += one.duplicated;
@@ -142,6 +153,20 @@ fn every_seed_keeps_every_invariant() {
         total.balanced_passed_over,
         total.balanced_passed_stalled
     );
+    println!(
+        "group members: {} built, {} messages handed out ({} again inside the re-delivery \
+         window), {} offsets stored, {} commits fenced; {} shut down, {} dropped without a \
+         shutdown; second consumers refused: {}; steps that spun (waited until now twice): {}",
+        total.members_built,
+        total.member_handouts,
+        total.member_redeliveries,
+        total.member_commits,
+        total.member_commits_fenced,
+        total.members_shut_down,
+        total.members_dropped,
+        total.second_consumers_refused,
+        total.member_spin_waits
+    );
     println!("seeds: {}", seeds.len());
     if let Some(mut out) = hashes {
         out.flush().expect("SIM_HASHES: write failed");
@@ -189,6 +214,21 @@ fn check_coverage(total: &SimReport) {
         ("group polls that read messages", total.group_polls_read),
         ("memberships lost with their link", total.memberships_lost),
         ("requests ended by their eviction", total.evicted_requests),
+        (
+            "messages handed out by group members",
+            total.member_handouts,
+        ),
+        (
+            "messages handed out again inside the re-delivery window",
+            total.member_redeliveries,
+        ),
+        ("member commits fenced", total.member_commits_fenced),
+        ("members that shut down", total.members_shut_down),
+        ("members dropped without a shutdown", total.members_dropped),
+        (
+            "second consumers of a group refused on one client",
+            total.second_consumers_refused,
+        ),
     ];
     let missing: Vec<&str> = met
         .iter()

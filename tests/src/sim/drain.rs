@@ -99,7 +99,9 @@ impl Simulation {
             Output::Completed { id, outcome } => {
                 self.trace
                     .line(now, format_args!("r{index} completed {id} {outcome:?}"));
-                let result = if self.opsbook.owns(index, id) {
+                let result = if self.members.owns(index, id) {
+                    self.member_completed(index, id, outcome)
+                } else if self.opsbook.owns(index, id) {
                     self.op_completed(index, id, &outcome)
                 } else {
                     self.ledger
@@ -155,6 +157,7 @@ impl Simulation {
     /// The checks that look at the whole run after each step.
     pub(super) fn check_step(&mut self) {
         self.check_ops();
+        self.check_group();
         let topic = self.topic;
         let logs: Vec<&[StoredMessage]> = (0..topic.partitions)
             .map(|partition| {

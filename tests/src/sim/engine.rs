@@ -9,7 +9,9 @@ use iggy_route_core::{CloseReason, Config, ConnectError, Router, SubmitError};
 
 use super::SimReport;
 use super::faults::{Fault, FaultSchedule};
+use super::group_check::GroupCheck;
 use super::ledger::Ledger;
+use super::members::{self, Members};
 use super::network::{ConnId, Delivery, Network};
 use super::nodes::{SimNodes, SimTopic};
 use super::ops::Ops;
@@ -37,6 +39,7 @@ enum Next {
     Submit,
     Op,
     Timeout(usize),
+    Member(usize),
 }
 
 /// One run. See the module doc.
@@ -58,6 +61,12 @@ pub(super) struct Simulation {
     pub(super) opsbook: OpsBook,
     pub(super) wiretap: Wiretap,
     pub(super) trace: Trace,
+    /// The consumer-group members (`members.rs`).
+    pub(super) members: Members,
+    /// The checker of the group's promise (`group_check.rs`).
+    pub(super) group_check: GroupCheck,
+    /// Per router: whether `ops.rs` planned a join of the group for it.
+    pub(super) raw_joiners: Vec<bool>,
     /// The node a connection attempt just failed to, during the step that reports it: the
     /// one case besides a stopped node in which the session may move. An attempt is the
     /// connect and the login: a link that ends before its login was answered counts (the
@@ -84,6 +93,8 @@ impl Simulation {
         let workload = Workload::generate(&scenario, topic);
         let ops = Ops::generate(&scenario);
         let end = workload.end().max(ops.end());
+        let raw_joiners = ops.joiners(scenario.routers);
+        let members = Members::new(members::plan(&scenario, topic, end), scenario.routers);
         let faults = FaultSchedule::generate(&scenario, end + Duration::from_millis(500));
         let opsbook = OpsBook::new(scenario.routing_commands && !scenario.toggle_routing_commands);
         let network = Network::new(scenario.network, SimRng::new(seed, 0x0E7_4E7));
@@ -114,6 +125,9 @@ impl Simulation {
             opsbook,
             wiretap,
             trace,
+            members,
+            group_check: GroupCheck::default(),
+            raw_joiners,
             connect_failed_node: None,
             session_moves: 0,
             lane_peak_percent: 0,
@@ -139,7 +153,8 @@ impl Simulation {
                 && self.ops.next_at().is_none()
                 && self.faults.remaining() == 0
                 && self.ledger.all_completed()
-                && self.opsbook.all_completed();
+                && self.opsbook.all_completed()
+                && self.members.all_done();
             if settled && quiet_from.is_none() {
                 quiet_from = Some(self.now);
             }
@@ -171,13 +186,19 @@ impl Simulation {
         }) {
             self.fail(format_args!("{message}"));
         }
+        if let Err(message) = self.finish_members() {
+            self.fail(format_args!("{message}"));
+        }
         self.report()
     }
 
     /// Everything must be over by then: the last submit, plus a request's whole life,
     /// plus slack for the quiet period.
     fn horizon(&self) -> Duration {
-        self.workload.end().max(self.ops.end())
+        self.workload
+            .end()
+            .max(self.ops.end())
+            .max(self.members.end())
             + Duration::from_secs(2)
             + self.configs[0].request_timeout
             + QUIET_PERIOD
@@ -201,6 +222,9 @@ impl Simulation {
                 .poll_timeout()
                 .map(|t| t.saturating_duration_since(self.base));
             consider(at, Next::Timeout(index));
+        }
+        for (k, member) in self.members.list.iter().enumerate() {
+            consider(member.wake, Next::Member(k));
         }
         best
     }
@@ -229,6 +253,7 @@ impl Simulation {
                 self.routers[index].handle_timeout(now);
                 self.drain(index, true);
             }
+            Next::Member(k) => self.step_member(k),
         }
     }
 
@@ -396,6 +421,8 @@ impl Simulation {
     fn report(&self) -> SimReport {
         let tally = self.ledger.tally();
         let ops = self.opsbook.tally();
+        let consumers = self.members.stats();
+        let members = self.members.tally;
         SimReport {
             seed: self.scenario.seed,
             steps: self.step,
@@ -449,6 +476,15 @@ impl Simulation {
                 .iter()
                 .map(|r| r.stats().balanced_passed_stalled)
                 .sum(),
+            members_built: members.built,
+            member_handouts: self.group_check.handed_out,
+            member_redeliveries: self.group_check.redelivered,
+            member_commits: consumers.commits,
+            member_commits_fenced: consumers.commits_fenced,
+            members_dropped: members.dropped,
+            members_shut_down: members.shut_down,
+            second_consumers_refused: members.refused,
+            member_spin_waits: members.spin_waits,
         }
     }
 }

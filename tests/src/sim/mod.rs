@@ -12,15 +12,22 @@
 //! sends ([`workload`]) whose payloads name their router and batch, and of polls, offset
 //! writes and admin requests ([`ops`]), one of which adds a partition to the topic.
 //!
-//! After every step the invariants of `drain.rs`, `ledger.rs` and `wiretap.rs` are
-//! checked; a violation panics with the seed and the step, and [`run`] with that seed
+//! On half the seeds some routers also run real members of the consumer group, the core's
+//! consumer state machine driven as the adapters drive it ([`members`]); every hand-out
+//! and every stored group offset is checked against the group's promise (`group_check.rs`).
+//!
+//! After every step the invariants of `drain.rs`, `ledger.rs`, `wiretap.rs` and
+//! `group_check.rs` are checked; a violation panics with the seed and the step, and [`run`] with that seed
 //! replays the run exactly. Everything is bounded: the steps of a run, the simulated time,
 //! the workload and the fault schedule.
 
 mod drain;
 mod engine;
 pub mod faults;
+pub mod group_check;
 pub mod ledger;
+mod memberrun;
+pub mod members;
 pub mod network;
 pub mod nodes;
 pub mod ops;
@@ -101,6 +108,25 @@ pub struct SimReport {
     pub balanced_passed_over: u64,
     /// Of those, the sends that passed over a partition waiting for its primary.
     pub balanced_passed_stalled: u64,
+    /// Consumer-group members built (`members.rs`).
+    pub members_built: u64,
+    /// Messages the members handed out.
+    pub member_handouts: u64,
+    /// Of those, messages handed out again inside the re-delivery window.
+    pub member_redeliveries: u64,
+    /// Offsets the members stored.
+    pub member_commits: u64,
+    /// Member commits the cluster fenced (`ConsumerStats::commits_fenced`).
+    pub member_commits_fenced: u64,
+    /// Members dropped without a shutdown (planned, or a failed or overlong shutdown).
+    pub members_dropped: u64,
+    /// Members that shut down: committed, then left.
+    pub members_shut_down: u64,
+    /// Second consumers of a router's group refused with `GroupConsumerExists`.
+    pub second_consumers_refused: u64,
+    /// Member steps that asked, a second time in a row, to wait until now: an adapter's
+    /// loop would spin (see `memberrun.rs`).
+    pub member_spin_waits: u64,
 }
 
 /// How to run a seed.

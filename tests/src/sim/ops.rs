@@ -390,6 +390,17 @@ impl Ops {
         self.ops.front().map(|op| op.at)
     }
 
+    /// Per router of `routers`: whether a join of the group is still planned for it.
+    pub fn joiners(&self, routers: usize) -> Vec<bool> {
+        (0..routers)
+            .map(|router| {
+                self.ops
+                    .iter()
+                    .any(|op| op.router == router && op.kind == OpKind::Join)
+            })
+            .collect()
+    }
+
     /// When the last request is submitted.
     pub fn end(&self) -> Duration {
         self.end

@@ -169,6 +169,12 @@ impl OpsBook {
         Ok(())
     }
 
+    /// A consumer-group member of `router` ended (`members.rs`): whatever membership the
+    /// router had may be over, so from now on its syncs are not judged as a member's.
+    pub fn membership_ended(&mut self, router: usize) {
+        self.leaving.entry(router).or_insert(self.seq);
+    }
+
     /// A send to partition `partition` was accepted as `id` at `now`.
     pub fn send_submitted(&mut self, router: usize, id: RequestId, partition: u32, now: Duration) {
         if partition >= PARTITIONS {

@@ -10,7 +10,7 @@ use super::nodes::{SimNodes, SimTopic};
 use crate::cluster::{Lookup, OffsetOwner, StoredMessage};
 
 /// The log of `partition` of `topic`.
-fn log_in(nodes: &SimNodes, topic: SimTopic, partition: u32) -> &[StoredMessage] {
+pub(super) fn log_in(nodes: &SimNodes, topic: SimTopic, partition: u32) -> &[StoredMessage] {
     nodes
         .state
         .catalog
