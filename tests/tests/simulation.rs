@@ -257,11 +257,21 @@ fn the_same_seed_gives_the_same_trace() {
 /// before a reply left `poll_timeout` in the past), 506 (a duplicated read reply taken for
 /// the next read's), 88519 (a duplicated refusal, split across reads, that the wire tap
 /// took for a refusal of the next send), 166 (with followers lagging like a real cluster's,
-/// a partition count read 100 ms after our own `CREATE_PARTITIONS` taken as final).
+/// a partition count read 100 ms after our own `CREATE_PARTITIONS` taken as final), and
+/// the consumer-group members' seeds noted below.
 #[test]
 fn seeds_that_once_failed_stay_clean() {
     iggy_route_tests::error_events::install();
-    for seed in [166, 506, 824, 13_448, 25_287, 36_527, 88_519, 90_388] {
+    // Consumer-group members: 16, 20 and 762 (a fenced commit retried until accepted),
+    // 1494 (messages of a partition given up handed out), 2347, 2731, 9184 and 50692 (a
+    // partition's last batch committed on the way out, landing too late), 5590 (an old
+    // hand-out behind another member's commit stored), 4 and 51 (a poll answered after
+    // its partition changed hands), 2561 (messages of a fenced partition kept), 168 (a
+    // caller's commits in a row taken for a spin).
+    for seed in [
+        4, 16, 20, 51, 166, 168, 506, 762, 824, 1494, 2347, 2561, 2731, 5590, 9184, 13_448,
+        25_287, 36_527, 50_692, 88_519, 90_388,
+    ] {
         let report = sim::run(seed);
         assert!(report.steps > 0, "seed {seed} ran no step");
     }

@@ -7,6 +7,7 @@
 
 use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::{ConsumerState, ReceivedMessage, Step};
+use iggy_route_core::wire::code::SYNC_CONSUMER_GROUP;
 use iggy_route_core::{Outcome, Request, RequestId};
 
 use super::engine::Simulation;
@@ -42,6 +43,9 @@ enum End {
 }
 
 /// The group's stored offset of `partition`.
+/// More partitions than a simulated topic ever has.
+const MAX_PARTITIONS: u32 = 16;
+
 pub(super) fn group_stored(nodes: &SimNodes, topic: SimTopic, partition: u32) -> Option<u64> {
     nodes
         .state
@@ -233,6 +237,12 @@ impl Simulation {
 
     fn member_submit(&mut self, k: usize, request: Request, purpose: Purpose) {
         let router = self.members.list[k].plan.router;
+        if matches!(&request, Request::Command(c) if c.code == SYNC_CONSUMER_GROUP) {
+            let stored = (0..MAX_PARTITIONS)
+                .map(|p| (p, group_stored(&self.nodes, self.topic, p)))
+                .collect();
+            self.members.list[k].stored_at_sync = stored;
+        }
         let what = describe(&request);
         let instant = self.instant();
         let result = self.routers[router].submit(instant, request);
@@ -351,6 +361,14 @@ impl Simulation {
         let router = self.members.list[k].plan.router;
         let (partition, offset) = (received.partition_id, received.message.offset);
         let stored = group_stored(&self.nodes, self.topic, partition);
+        // A member hands out what a sync it sent after the poll confirmed; what another
+        // member stored while that sync (or its answer) was on its way is the window the
+        // docs name: the check is against the stored offset when the sync was sent.
+        let confirmed_against = self.members.list[k]
+            .stored_at_sync
+            .get(&partition)
+            .copied()
+            .flatten();
         self.trace.line(
             self.now,
             format_args!(
@@ -368,7 +386,7 @@ impl Simulation {
         let at = (self.step, self.now);
         if let Err(message) =
             self.group_check
-                .handed_out((k, router), (partition, offset), stored, at)
+                .handed_out((k, router), (partition, offset), confirmed_against, at)
         {
             self.fail(format_args!("{message}"));
         }

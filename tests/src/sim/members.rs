@@ -239,6 +239,9 @@ pub struct Member {
     pub steps_at_once: u32,
     /// Its last step asked to wait until then (once is the end of a caller's commit).
     pub waited_now: bool,
+    /// The group's stored offset of each partition when it last sent a sync: the sync
+    /// whose answer let it hand out what it hands out now (see `GroupCheck::handed_out`).
+    pub stored_at_sync: std::collections::BTreeMap<u32, Option<u64>>,
 }
 
 /// A member's request, as the simulation holds it.
@@ -306,6 +309,7 @@ impl Members {
                 last_step: None,
                 steps_at_once: 0,
                 waited_now: false,
+                stored_at_sync: std::collections::BTreeMap::new(),
             })
             .collect();
         Self {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use super::{Asked, ConsumerState, Position, View};
-use crate::client::consumer::{AutoCommit, ReceivedMessage};
+use crate::client::consumer::ReceivedMessage;
 use crate::client::{Call, ClientError};
 use crate::request::{Reply, RequestError};
 use crate::wire::{ConsumerGroupAssignment, ErrorCode, Identifier};
@@ -95,15 +95,6 @@ impl ConsumerState {
             Asked::Commit(partition, offset) => {
                 return self.commit_answered(now, partition, offset, answer);
             }
-            Asked::Farewell(partition, offset) => {
-                self.farewells.retain(|f| *f != (partition, offset));
-                match answer {
-                    Ok(_) => self.stats.commits += 1,
-                    // Its next owner reads the batch again: the window the docs name.
-                    Err(error) if is_fenced(&error) => self.stats.commits_fenced += 1,
-                    Err(_) => self.stats.commit_failures += 1,
-                }
-            }
             Asked::Poll(partition) => return self.polled(now, partition, answer),
         }
         Ok(())
@@ -130,6 +121,7 @@ impl ConsumerState {
                 // offset: nothing of it is ours to store or read now. Sync again.
                 self.stats.commits_fenced += 1;
                 self.positions.remove(&partition);
+                self.ready.retain(|(_, m)| m.partition_id != partition);
                 self.resync();
                 Ok(())
             }
@@ -200,15 +192,19 @@ impl ConsumerState {
             self.handouts += 1;
             position.handed_at = self.handouts;
         }
+        let answered_at = self.handouts;
         let before = self.ready.len();
         self.ready.extend(
             polled
                 .messages
                 .into_iter()
                 .filter(|m| m.offset >= from)
-                .map(|message| ReceivedMessage {
-                    partition_id: partition,
-                    message,
+                .map(|message| {
+                    let message = ReceivedMessage {
+                        partition_id: partition,
+                        message,
+                    };
+                    (answered_at, message)
                 }),
         );
         self.stats.messages += (self.ready.len() - before) as u64;
@@ -231,8 +227,7 @@ impl ConsumerState {
 
     /// A new assignment, from a sync sent when `sent_at` batches had been handed out.
     /// A partition kept since the last view keeps its position (and the batches handed
-    /// out before the sync are confirmed ours); one given up keeps nothing, its last
-    /// batch committed on the way out if it was ours to the end; one taken over starts
+    /// out before the sync are confirmed ours); one given up keeps nothing; one taken over starts
     /// from the group's stored offset; one listed again after changes the member did not
     /// see is verified against the stored offset before it is read on or committed.
     fn assign(&mut self, assignment: ConsumerGroupAssignment, sent_at: u64) {
@@ -244,20 +239,16 @@ impl ConsumerState {
         if view.as_ref().map(|v| v.generation) != Some(assignment.generation) {
             self.cursor = 0;
         }
-        let commits = self.config.auto_commit != AutoCommit::Never;
-        // Farewells of an earlier view not made by now may name a partition that came
-        // back meanwhile: stored now, they could move its offset back.
-        self.farewells.clear();
+        // A partition given up keeps nothing: its last batch is not stored on the way out.
+        // The server may have moved it at once (then such a write is fenced), and one that
+        // lands after the partition came back, or on a node that has not applied the move
+        // yet, would move the offset back past what its next owner stored.
         let positions = std::mem::take(&mut self.positions);
         for (partition, position) in positions {
             if !assignment.partitions.contains(&partition) {
-                if commits
-                    && kept(partition)
-                    && let Some(offset) = position.uncommitted()
-                {
-                    self.farewells.push((partition, offset));
-                }
-            } else if kept(partition) {
+                continue;
+            }
+            if kept(partition) {
                 self.positions.insert(partition, position);
             } else {
                 // Listed again after changes this member did not see: someone else may
@@ -295,7 +286,7 @@ impl ConsumerState {
     /// back to the first of them), after whatever another member stored.
     fn drop_unsure_ready(&mut self, kept: impl Fn(u32) -> bool) {
         let mut first_dropped: BTreeMap<u32, u64> = BTreeMap::new();
-        self.ready.retain(|m| {
+        self.ready.retain(|(_, m)| {
             if kept(m.partition_id) {
                 return true;
             }

@@ -74,9 +74,6 @@ enum Asked {
     Partitions,
     Poll(u32),
     Commit(u32, u64),
-    /// The commit of the last batch of a partition given up, so that its next owner reads
-    /// on after it (the server hands such a partition over once it is drained).
-    Farewell(u32, u64),
 }
 
 /// See the module documentation of `client::consumer`.
@@ -101,12 +98,11 @@ pub struct ConsumerState {
     /// Every batch handed out at or before this count was confirmed the member's by a sync
     /// sent after it: only such a batch's offset is stored.
     confirmed: u64,
-    /// Commits of partitions given up, made before anything else.
-    farewells: Vec<(u32, u64)>,
     /// The caller asked to store everything handed out.
     commit_requested: bool,
-    /// Messages polled and not taken by the caller yet, in order.
-    ready: VecDeque<ReceivedMessage>,
+    /// Messages polled and not taken by the caller yet, in order, each with the count of
+    /// [`ConsumerState::handouts`] its poll was answered at.
+    ready: VecDeque<(u64, ReceivedMessage)>,
     synced_at: Option<Instant>,
     committed_at: Option<Instant>,
     /// After a failed request: nothing is asked before this instant.
@@ -136,7 +132,6 @@ impl ConsumerState {
             positions: BTreeMap::new(),
             handouts: 0,
             confirmed: 0,
-            farewells: Vec::new(),
             commit_requested: false,
             ready: VecDeque::new(),
             synced_at: None,
@@ -234,15 +229,18 @@ impl ConsumerState {
     /// what came before it, never what was polled after it. Take every message before
     /// asking for the next step, so that `AfterPoll` commits a partition's whole batch.
     ///
-    /// `None` for a group member whose sync is due (the caller was away for a while): the
-    /// next step syncs, and messages of a partition that may have changed hands since they
-    /// were polled are dropped and read again from the stored offset, so that what another
-    /// member read and committed meanwhile is not handed out again.
+    /// A group member hands a poll's messages out only once a sync sent after the poll was
+    /// answered shows their partition still its own, and while no sync is due (the caller
+    /// was away): until then this is `None`, and the next step syncs. Messages of a
+    /// partition that may have changed hands since they were polled (the poll was slow, or
+    /// answered by a node that had not applied a rebalance) are dropped and read again
+    /// after the stored offset, so that what another member read and committed meanwhile
+    /// is not handed out again.
     pub fn next_message(&mut self, now: Instant) -> Option<ReceivedMessage> {
-        if self.group().is_some() && self.sync_due(now) {
+        if self.group().is_some() && (self.sync_due(now) || self.unconfirmed_ready()) {
             return None;
         }
-        let message = self.ready.pop_front()?;
+        let (_, message) = self.ready.pop_front()?;
         if let Some(position) = self.positions.get_mut(&message.partition_id) {
             position.handed_out = position.handed_out.max(Some(message.message.offset));
         }
@@ -275,17 +273,7 @@ impl ConsumerState {
                 let call = Call::join_consumer_group(stream, topic, group);
                 return (Some(Asked::Join), call.ok().map(|c| c.request));
             }
-            // Made at once after the sync that gave the partitions up; a sync due first
-            // (the caller was away) clears them.
-            if let Some(&(partition, offset)) = self.farewells.first()
-                && !self.sync_due(now)
-            {
-                return (
-                    Some(Asked::Farewell(partition, offset)),
-                    self.commit_call(partition, offset).ok().map(|c| c.request),
-                );
-            }
-            if self.sync_due(now) {
+            if self.sync_due(now) || self.unconfirmed_ready() {
                 return self.sync_request(group);
             }
         } else if !self.known {
@@ -329,6 +317,13 @@ impl ConsumerState {
             self.config.batch_length.max(1),
         );
         (Some(Asked::Poll(partition)), call.ok().map(|c| c.request))
+    }
+
+    /// Whether the next message waits for a sync to confirm its partition.
+    fn unconfirmed_ready(&self) -> bool {
+        self.ready
+            .front()
+            .is_some_and(|(answered_at, _)| *answered_at > self.confirmed)
     }
 
     /// Whether a group member's assignment is to be read again.
