@@ -73,6 +73,11 @@ pub struct GroupCheck {
     pub handed_out: u64,
     /// Messages handed out again inside the window.
     pub redelivered: u64,
+    /// Per (partition, offset) a member sent a commit of, the lowest group stored offset
+    /// when one was sent (`None`: nothing stored then).
+    commits_sent: BTreeMap<(u32, u64), Option<u64>>,
+    /// Commits that moved the stored offset back, though they did not when sent.
+    pub landed_late: u64,
 }
 
 impl GroupCheck {
@@ -111,6 +116,36 @@ impl GroupCheck {
         Ok(())
     }
 
+    /// A member sent a commit of `offset` of `partition`, confirmed by a sync sent when the
+    /// group's stored offset of it was `stored`. A member never sends one that moved the
+    /// offset back then.
+    pub fn commit_sent(
+        &mut self,
+        (partition, offset): (u32, u64),
+        stored: Option<u64>,
+    ) -> Result<(), String> {
+        if stored.is_some_and(|stored| stored > offset) {
+            return Err(format!(
+                "a member sent a commit of offset {offset} of partition {partition} while the                  group had stored {stored:?}: a step back already when sent\n{}",
+                self.describe(partition, offset)
+            ));
+        }
+        let lowest = self
+            .commits_sent
+            .entry((partition, offset))
+            .or_insert(stored);
+        *lowest = (*lowest).min(stored);
+        Ok(())
+    }
+
+    /// Whether a member sent a commit of `offset` of `partition` that was no step back
+    /// when it was sent.
+    fn sent_in_time(&self, partition: u32, offset: u64) -> bool {
+        self.commits_sent
+            .get(&(partition, offset))
+            .is_some_and(|stored| stored.is_none_or(|stored| stored <= offset))
+    }
+
     /// The group's stored offsets now, per partition (`None`: none stored, or the
     /// partition or group is gone: the baseline starts again).
     pub fn sample(
@@ -131,6 +166,13 @@ impl GroupCheck {
                 to: now,
             });
             match (seen, now) {
+                (Some(seen), Some(now)) if now < seen && self.sent_in_time(partition, now) => {
+                    // A member's commit that was no step back when it was sent: a rebalance
+                    // while it was on its way (or a node that had not applied one) let it
+                    // land late, the window a server without leases leaves any client.
+                    self.landed_late += 1;
+                    self.stored.insert(partition, now);
+                }
                 (Some(seen), Some(now)) if now < seen => {
                     return Err(format!(
                         "the group's stored offset of partition {partition} went back from \

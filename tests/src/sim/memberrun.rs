@@ -237,6 +237,21 @@ impl Simulation {
 
     fn member_submit(&mut self, k: usize, request: Request, purpose: Purpose) {
         let router = self.members.list[k].plan.router;
+        if let Request::StoreOffset(store) = &request {
+            let partition = store.partition_id;
+            // Checked as of the sync that confirmed it, as hand-outs are.
+            let stored = self.members.list[k]
+                .stored_at_sync
+                .get(&partition)
+                .copied()
+                .flatten();
+            let sent = self
+                .group_check
+                .commit_sent((partition, store.offset), stored);
+            if let Err(message) = sent {
+                self.fail(format_args!("{message}"));
+            }
+        }
         if matches!(&request, Request::Command(c) if c.code == SYNC_CONSUMER_GROUP) {
             let stored = (0..MAX_PARTITIONS)
                 .map(|p| (p, group_stored(&self.nodes, self.topic, p)))

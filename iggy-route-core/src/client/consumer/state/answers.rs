@@ -57,7 +57,7 @@ impl ConsumerState {
                 self.view = None;
                 self.stats.joins += 1;
             }
-            Asked::Sync(sent_at) => {
+            Asked::Sync(handouts, takes) => {
                 let payload = answer?;
                 let assignment = Call::<Option<ConsumerGroupAssignment>>::sync_consumer_group(
                     self.config.stream.clone(),
@@ -69,7 +69,7 @@ impl ConsumerState {
                 self.stats.syncs += 1;
                 self.synced_at = Some(now);
                 match assignment {
-                    Some(assignment) => self.assign(assignment, sent_at),
+                    Some(assignment) => self.assign(assignment, (handouts, takes)),
                     // The membership ended (its link was lost): join again, not at once,
                     // as a node that has not applied our join yet answers so too.
                     None => {
@@ -190,7 +190,6 @@ impl ConsumerState {
         position.idle_until = None;
         if last >= from {
             self.handouts += 1;
-            position.handed_at = self.handouts;
         }
         let answered_at = self.handouts;
         let before = self.ready.len();
@@ -225,12 +224,13 @@ impl ConsumerState {
         self.known = false;
     }
 
-    /// A new assignment, from a sync sent when `sent_at` batches had been handed out.
+    /// A new assignment, from a sync sent when `sent_at` polls had been answered and
+    /// messages taken.
     /// A partition kept since the last view keeps its position (and the batches handed
     /// out before the sync are confirmed ours); one given up keeps nothing; one taken over starts
     /// from the group's stored offset; one listed again after changes the member did not
     /// see is verified against the stored offset before it is read on or committed.
-    fn assign(&mut self, assignment: ConsumerGroupAssignment, sent_at: u64) {
+    fn assign(&mut self, assignment: ConsumerGroupAssignment, sent_at: (u64, u64)) {
         let view = self.view.take();
         let kept = |partition: u32| {
             view.as_ref()
@@ -271,7 +271,7 @@ impl ConsumerState {
         self.drop_unsure_ready(|partition| {
             assignment.partitions.contains(&partition) && kept(partition)
         });
-        self.confirmed = sent_at;
+        (self.confirmed, self.confirmed_takes) = sent_at;
         self.assigned_before = true;
         self.partitions = assignment.partitions.clone();
         self.view = Some(View {

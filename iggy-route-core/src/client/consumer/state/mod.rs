@@ -30,8 +30,8 @@ struct Position {
     /// The first poll starts after the group's stored offset, not where the configured
     /// strategy says: the partition was taken over from another member.
     from_stored: bool,
-    /// [`ConsumerState::handouts`] when the last batch was polled.
-    handed_at: u64,
+    /// [`ConsumerState::takes`] when the caller last took a message of it.
+    taken_at: u64,
     /// The partition may have been another member's since the member last read it: the
     /// next poll starts after the group's stored offset, to learn whether someone else
     /// stored past this position, and nothing is committed before its answer.
@@ -69,8 +69,9 @@ impl View {
 enum Asked {
     CreateGroup,
     Join,
-    /// A sync, sent when [`ConsumerState::handouts`] was this.
-    Sync(u64),
+    /// A sync, sent when [`ConsumerState::handouts`] and [`ConsumerState::takes`] were
+    /// these.
+    Sync(u64, u64),
     Partitions,
     Poll(u32),
     Commit(u32, u64),
@@ -98,6 +99,12 @@ pub struct ConsumerState {
     /// Every batch handed out at or before this count was confirmed the member's by a sync
     /// sent after it: only such a batch's offset is stored.
     confirmed: u64,
+    /// Messages the caller took so far: a count that orders takes and syncs.
+    takes: u64,
+    /// Every message taken at or before this count is confirmed the member's by a sync
+    /// sent after it: only such a message's offset is stored (the caller may be slow to
+    /// come back for more, and its partition may have changed hands meanwhile).
+    confirmed_takes: u64,
     /// The caller asked to store everything handed out.
     commit_requested: bool,
     /// Messages polled and not taken by the caller yet, in order, each with the count of
@@ -132,6 +139,8 @@ impl ConsumerState {
             positions: BTreeMap::new(),
             handouts: 0,
             confirmed: 0,
+            takes: 0,
+            confirmed_takes: 0,
             commit_requested: false,
             ready: VecDeque::new(),
             synced_at: None,
@@ -241,8 +250,10 @@ impl ConsumerState {
             return None;
         }
         let (_, message) = self.ready.pop_front()?;
+        self.takes += 1;
         if let Some(position) = self.positions.get_mut(&message.partition_id) {
             position.handed_out = position.handed_out.max(Some(message.message.offset));
+            position.taken_at = self.takes;
         }
         Some(message)
     }
@@ -285,9 +296,9 @@ impl ConsumerState {
                 && self
                     .positions
                     .get(&partition)
-                    .is_some_and(|p| p.handed_at > self.confirmed)
+                    .is_some_and(|p| p.taken_at > self.confirmed_takes)
             {
-                // Stored only once a sync after the hand-out shows it still ours.
+                // Stored only once a sync sent after the caller took it shows it still ours.
                 return self.sync_request(group);
             }
             return (
@@ -338,7 +349,7 @@ impl ConsumerState {
         let (stream, topic) = (self.config.stream.clone(), self.config.topic.clone());
         let call = Call::sync_consumer_group(stream, topic, group);
         (
-            Some(Asked::Sync(self.handouts)),
+            Some(Asked::Sync(self.handouts, self.takes)),
             call.ok().map(|c| c.request),
         )
     }
