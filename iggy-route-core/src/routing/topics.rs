@@ -51,6 +51,9 @@ pub(crate) struct TopicState {
     /// The read in flight refreshes a count that is only old, not outdated by a watermark:
     /// its answer is taken even under an unchanged watermark.
     pub(crate) refreshing: bool,
+    /// The count requests last resolved against, kept while `info` is cleared for a read
+    /// again: a count read then that differs from it is announced as any change is.
+    pub(crate) last_count: Option<u32>,
 }
 
 impl Routing {
@@ -108,8 +111,9 @@ impl Routing {
         let Some(state) = self.topics.get_mut(topic) else {
             return;
         };
-        let before = state.info.map(|(known, _)| known);
+        let before = state.info.map(|(known, _)| known).or(state.last_count);
         state.info = Some((count, watermark));
+        state.last_count = Some(count);
         state.read_at = Some(now);
         if let Some(from) = before
             && from != count
