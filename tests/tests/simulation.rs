@@ -50,6 +50,7 @@ fn every_seed_keeps_every_invariant() {
     });
     let started = Instant::now();
     let mut total = SimReport::default();
+    let mut worst_stale = (0, std::time::Duration::ZERO);
     for &seed in &seeds {
         let report = sim::run_with(seed, options);
         if let Some(out) = hashes.as_mut() {
@@ -97,6 +98,16 @@ fn every_seed_keeps_every_invariant() {
         total.members_shut_down += report.members_shut_down;
         total.second_consumers_refused += report.second_consumers_refused;
         total.member_spin_waits += report.member_spin_waits;
+        total.keyed_after_change += report.keyed_after_change;
+        total.keyed_stale += report.keyed_stale;
+        total.keyed_stale_late += report.keyed_stale_late;
+        total.keyed_stale_max = total.keyed_stale_max.max(report.keyed_stale_max);
+        total.partitions_changed_events += report.partitions_changed_events;
+        total.keyed_changes_announced += report.keyed_changes_announced;
+        total.keyed_changes_silent += report.keyed_changes_silent;
+        if report.keyed_stale_max > worst_stale.1 {
+            worst_stale = (seed, report.keyed_stale_max);
+        }
         let (sum, one) = (&mut total.adversary, report.adversary);
         sum.not_committed += one.not_committed;
         sum.duplicated += one.duplicated;
@@ -167,6 +178,21 @@ fn every_seed_keeps_every_invariant() {
         total.second_consumers_refused,
         total.member_spin_waits
     );
+    println!(
+        "keyed sends across another router's partition change: {} after the change, {} \
+         resolved against the old count ({} of them more than {:?} after it), longest \
+         {:?} (seed {}); PartitionsChanged events: {}, keyed routers moved to another \
+         count with their event: {}, without it: {}",
+        total.keyed_after_change,
+        total.keyed_stale,
+        total.keyed_stale_late,
+        sim::keyed_check::STALE_LATE,
+        total.keyed_stale_max,
+        worst_stale.0,
+        total.partitions_changed_events,
+        total.keyed_changes_announced,
+        total.keyed_changes_silent
+    );
     println!("seeds: {}", seeds.len());
     if let Some(mut out) = hashes {
         out.flush().expect("SIM_HASHES: write failed");
@@ -229,6 +255,14 @@ fn check_coverage(total: &SimReport) {
             "second consumers of a group refused on one client",
             total.second_consumers_refused,
         ),
+        (
+            "keyed sends after another router's partition change",
+            total.keyed_after_change,
+        ),
+        (
+            "keyed routers moved to the new count with their event",
+            total.keyed_changes_announced,
+        ),
     ];
     let missing: Vec<&str> = met
         .iter()
@@ -269,8 +303,8 @@ fn seeds_that_once_failed_stay_clean() {
     // its partition changed hands), 2561 (messages of a fenced partition kept), 168 (a
     // caller's commits in a row taken for a spin).
     for seed in [
-        4, 16, 20, 51, 166, 168, 506, 762, 824, 1494, 2347, 2561, 2731, 5590, 9184, 13_448,
-        25_287, 36_527, 50_692, 88_519, 90_388,
+        4, 16, 20, 51, 166, 168, 506, 762, 824, 1494, 2347, 2561, 2731, 5590, 9184, 13_448, 25_287,
+        36_527, 50_692, 88_519, 90_388,
     ] {
         let report = sim::run(seed);
         assert!(report.steps > 0, "seed {seed} ran no step");

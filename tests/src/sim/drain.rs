@@ -115,8 +115,12 @@ impl Simulation {
             Output::Event(event) => {
                 self.trace
                     .line(now, format_args!("r{index} event {event:?}"));
-                if let Event::SessionMoved { from, .. } = event {
-                    self.session_moved(index, from);
+                match event {
+                    Event::SessionMoved { from, .. } => self.session_moved(index, from),
+                    Event::PartitionsChanged { from, to, .. } => {
+                        self.keyed.event(index, from, to, now);
+                    }
+                    _ => {}
                 }
             }
         }
@@ -179,6 +183,12 @@ impl Simulation {
             result = result.and_then(|()| self.ledger.scan(partition, log));
         }
         let result = result.and_then(|()| self.ledger.verify_acks(&logs));
+        let keyed = &mut self.keyed;
+        let result = result.and_then(|()| {
+            (0u32..)
+                .zip(&logs)
+                .try_for_each(|(partition, log)| keyed.scan(partition, log))
+        });
         if let Err(message) = result {
             self.fail(format_args!("{message}"));
         }

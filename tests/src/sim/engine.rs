@@ -10,6 +10,7 @@ use iggy_route_core::{CloseReason, Config, ConnectError, Router, SubmitError};
 use super::SimReport;
 use super::faults::{Fault, FaultSchedule};
 use super::group_check::GroupCheck;
+use super::keyed_check::KeyedCheck;
 use super::ledger::Ledger;
 use super::members::{self, Members};
 use super::network::{ConnId, Delivery, Network};
@@ -58,6 +59,8 @@ pub(super) struct Simulation {
     pub(super) ops: Ops,
     faults: FaultSchedule,
     pub(super) ledger: Ledger,
+    /// Where each key landed across the count change (`keyed_check.rs`).
+    pub(super) keyed: KeyedCheck,
     pub(super) opsbook: OpsBook,
     pub(super) wiretap: Wiretap,
     pub(super) trace: Trace,
@@ -102,6 +105,7 @@ impl Simulation {
             .map(|index| scenario.router_config(index))
             .collect();
         let ledger = Ledger::new(scenario.delivery, PARTITIONS);
+        let keyed = KeyedCheck::new(scenario.routers, PARTITIONS);
         let wiretap = Wiretap::new(scenario.routers, configs[0].route_backoff_initial);
         let mut trace = Trace::new(verbose);
         trace.line(
@@ -122,6 +126,7 @@ impl Simulation {
             ops,
             faults,
             ledger,
+            keyed,
             opsbook,
             wiretap,
             trace,
@@ -401,6 +406,7 @@ impl Simulation {
             self.fail(format_args!("{message}"));
         }
         if let Some(id) = id {
+            self.keyed.submitted(&send);
             self.opsbook
                 .send_submitted(router, id, send.partition, self.now);
         }
@@ -485,6 +491,7 @@ impl Simulation {
             members_shut_down: members.shut_down,
             second_consumers_refused: members.refused,
             member_spin_waits: members.spin_waits,
+            ..self.keyed.report()
         }
     }
 }

@@ -25,6 +25,7 @@ mod drain;
 mod engine;
 pub mod faults;
 pub mod group_check;
+pub mod keyed_check;
 pub mod ledger;
 mod memberrun;
 pub mod members;
@@ -124,6 +125,24 @@ pub struct SimReport {
     pub members_shut_down: u64,
     /// Second consumers of a router's group refused with `GroupConsumerExists`.
     pub second_consumers_refused: u64,
+    /// Keyed batches of routers other than the one that added the partition, submitted
+    /// after the change committed, whose partition tells the count they resolved against
+    /// (`keyed_check.rs`).
+    pub keyed_after_change: u64,
+    /// Of those, the ones resolved against the old count.
+    pub keyed_stale: u64,
+    /// Of those, the ones submitted more than `keyed_check::STALE_LATE` after the change.
+    pub keyed_stale_late: u64,
+    /// The longest from the change to the submit of a stale keyed batch.
+    pub keyed_stale_max: Duration,
+    /// `PartitionsChanged` events the routers emitted.
+    pub partitions_changed_events: u64,
+    /// Moves of a router's keyed batches from one count to another, each announced by its
+    /// event.
+    pub keyed_changes_announced: u64,
+    /// Moves of a router's keyed batches from one count to another without the event
+    /// (`keyed_check::SILENT_CHANGE_FAILS`).
+    pub keyed_changes_silent: u64,
     /// Member steps that asked, a second time in a row, to wait until now: an adapter's
     /// loop would spin (see `memberrun.rs`).
     pub member_spin_waits: u64,

@@ -33,6 +33,9 @@ pub const PLAN_GROUPS: bool = true;
 /// answers by evicting the session.
 pub const PLAN_EVICTED: bool = true;
 
+/// The router that submits the run's one `CREATE_PARTITIONS`.
+pub const ADD_PARTITION_ROUTER: usize = 0;
+
 /// The id of the consumer group the simulation creates with its topic.
 pub const GROUP: u32 = 0;
 
@@ -312,7 +315,7 @@ impl Ops {
         if PLAN_ADMIN {
             ops.push(PlannedOp {
                 at: Self::add_partition_at(scenario),
-                router: 0,
+                router: ADD_PARTITION_ROUTER,
                 kind: OpKind::AddPartition,
             });
         }

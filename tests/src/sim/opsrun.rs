@@ -117,6 +117,9 @@ impl Simulation {
                 .line(self.now, format_args!("topic grows to {count} partitions"));
             self.topic.partitions = count;
             self.ledger.grow(count);
+            if let Err(message) = self.keyed.changed(count, self.now) {
+                self.fail(format_args!("{message}"));
+            }
             self.opsbook.topic_grew(count);
         }
         // A router is at most one member of the group: a join it answered or gave up on
