@@ -6,7 +6,7 @@
 //!
 //! ```no_run
 //! # async fn example(client: iggy_route_tokio::Client) -> Result<(), iggy_route_tokio::ClientError> {
-//! let mut consumer = client.consumer("orders", "events")?.group("billing")?.build();
+//! let mut consumer = client.consumer("orders", "events")?.group("billing")?.build()?;
 //! while let Some(received) = consumer.next().await {
 //!     let received = received?;
 //!     println!("{} from partition {}", received.message.offset, received.partition_id);
