@@ -11,9 +11,7 @@ use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::ConsumerStats;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, Message, Name};
-use iggy_route_tests::real_cluster::{
-    RealCluster, admin, create_stream, create_topic, unique_name,
-};
+use iggy_route_tests::real_cluster::{RealCluster, unique_name};
 use iggy_route_tests::scripted::clients::Adapter;
 
 use super::{DAY_RUNTIME, serial};
@@ -190,14 +188,14 @@ fn place(cluster: &RealCluster, partitions: u32, per_partition: u64) -> Place {
     let client = DAY_RUNTIME
         .block_on(iggy_route_tokio::Client::connect(cluster.config(0)))
         .unwrap();
-    let admin_client = cluster.client(Adapter::Tokio, 0);
-    admin(&admin_client, create_stream(&place.stream));
-    admin(
-        &admin_client,
-        create_topic(&place.stream, place.topic, partitions),
-    );
-    admin_client.shutdown();
     DAY_RUNTIME.block_on(async {
+        // Created by the client that sends: its own writes settle for it even where a
+        // node lags (after a restart), which another client's would not.
+        client.create_stream(&place.stream).await.unwrap();
+        client
+            .create_topic(place.stream.as_str(), place.topic, partitions)
+            .await
+            .unwrap();
         for partition in 0..partitions {
             let messages = (0..per_partition)
                 .map(|i| Message {
