@@ -11,7 +11,10 @@
 //! - the writes answer in their result section: 1009, 2010, 5000 (no such group), 5004
 //!   (name taken), 5006 (not a member); a follower answers `[1][0][58]`;
 //! - a join binds the membership to the client id the joining connection signed in with;
-//!   a sync finds the member by the client id its request header carries.
+//!   a sync finds the member by the client id its request header carries;
+//! - a sync answers the partitions the member may poll, without those pending revocation
+//!   (`consumer_group_member_assignment`, `core/metadata/src/stm/stream.rs`), while 600
+//!   lists every partition it owns, those included (`consumer_group_details`).
 
 use bytes::BytesMut;
 use iggy_route_core::wire::{
@@ -25,6 +28,7 @@ use super::groups::{Group, GroupError};
 use super::handlers_metadata::{error_code, known_by, lookup, name_of};
 use super::node::NodeConnection;
 use super::outcome::Outcome;
+use super::revocations;
 use super::state::ClusterState;
 
 /// A read of the group family received by `connection`'s node; `client` is the client id
@@ -74,7 +78,7 @@ pub(super) fn read(
                 let member = group.member(client)?;
                 Some(ConsumerGroupAssignment {
                     generation: group.generation,
-                    partitions: member.partitions.clone(),
+                    partitions: member.pollable(),
                 })
             });
             let mut out = BytesMut::new();
@@ -132,6 +136,8 @@ enum Write {
 }
 
 fn apply(state: &mut ClusterState, change: Write, client: u128) -> Result<BytesMut, ErrorCode> {
+    // A join is applied by the metadata leader, at the op's time.
+    let (leader, now) = (state.metadata_leader(), state.clock_micros());
     let (stream, topic) = match &change {
         Write::Create(request) => (&request.stream, &request.topic),
         Write::Delete(request) | Write::Join(request) | Write::Leave(request) => {
@@ -166,9 +172,12 @@ fn apply(state: &mut ClusterState, change: Write, client: u128) -> Result<BytesM
             Ok(BytesMut::new())
         }
         Write::Join(request) => {
+            // What the group has in flight, as the leader's replicas see it, is revoked
+            // rather than moved.
+            let in_flight = revocations::in_flight(topic, lookup(&request.group), leader);
             topic
                 .groups
-                .join(lookup(&request.group), client, partitions)
+                .join(lookup(&request.group), client, partitions, &in_flight, now)
                 .map_err(group_code)?;
             Ok(BytesMut::new())
         }

@@ -145,24 +145,30 @@ pub(super) fn poll(
         Ok(target) => target,
         Err(code) => return Outcome::status(code, commit),
     };
-    // The group fence: a group poll reads only a partition its member owns now. The member
-    // is the header's client id on a plain poll (the server reads it from the header), the
-    // attached parent on a 104. Anything else (not a member, no such group, a partition
-    // handed over) is the empty poll whose partition is `u32::MAX`: re-sync.
+    // The group fence: a group poll reads only a partition its member owns now and is not
+    // handing over (pending revocation). The member is the header's client id on a plain
+    // poll (the server reads it from the header), the attached parent on a 104. Anything
+    // else (not a member, no such group, a partition handed over or being handed over) is
+    // the empty poll whose partition is `u32::MAX`: re-sync.
+    let mut group_id = None;
     if request.consumer.kind == ConsumerKind::ConsumerGroup {
         let member = if on_primary {
             connection.attachment().map_or(0, |parent| parent.client_id)
         } else {
             client
         };
-        let owned = state
+        group_id = state
             .catalog
             .topic(lookup(&request.stream), lookup(&request.topic))
             .ok()
             .and_then(|topic| topic.groups.find(lookup(&request.consumer.id)))
-            .and_then(|group| group.member(member))
-            .is_some_and(|found| found.partitions.contains(&target.partition_id));
-        if !owned {
+            .filter(|group| {
+                group
+                    .member(member)
+                    .is_some_and(|found| found.may_poll(target.partition_id))
+            })
+            .map(|group| group.id);
+        if group_id.is_none() {
             return Outcome::ok(encode_poll_reply(RESYNC_PARTITION, 0, &[]), commit);
         }
     }
@@ -205,6 +211,11 @@ pub(super) fn poll(
     };
     let body = encode_poll_reply(partition.id, current_offset, &messages);
     let last = messages.last().map(|message| message.offset);
+    // The serving replica marks the highest offset it handed the group, before any
+    // auto-commit: what a join and the reconciler compare the committed offset with.
+    if let (Some(group), Some(last)) = (group_id, last) {
+        partition.note_group_poll(node, group, last);
+    }
     // A poll served by a backup does not advance the durable offset, only the backup's
     // own copy (§5.1; see `Partition::auto_commit`).
     if let (true, Some(last)) = (request.auto_commit, last) {

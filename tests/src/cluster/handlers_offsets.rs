@@ -98,7 +98,8 @@ pub(super) fn write(
         return Outcome::status(ErrorCode::ResourceNotFound, commit);
     };
     // The group fence, before the primary check: a group's offset is written only by a
-    // member that owns the partition now, and the member is the identity the sending
+    // member that owns the partition now (one it is handing over included: committing it
+    // is how the handover completes), and the member is the identity the sending
     // connection signed in with, not the header's `client` (the server's
     // `fence_group_offset`, keyed by the connection's bound VSR id). Anything else is
     // `ResourceNotFound` on every node.
@@ -166,7 +167,7 @@ fn owns(
         .ok()
         .and_then(|topic| topic.groups.find(lookup(&key.consumer.id)))
         .and_then(|group| group.member(member))
-        .is_some_and(|member| member.partitions.contains(&partition))
+        .is_some_and(|member| member.owns(partition))
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ mod partition;
 mod permissioner;
 #[cfg(test)]
 mod raw_client;
+mod revocations;
 mod state;
 #[cfg(test)]
 mod system_tests;
@@ -63,6 +64,7 @@ pub use node::{Attachment, Binding, NodeConnection, RETIRED_CODE};
 pub use outcome::Outcome;
 pub use partition::{NewMessage, OffsetOwner, Partition, PendingPurge, StoredMessage};
 pub use permissioner::Permissioner;
+pub use revocations::{REBALANCING_TIMEOUT, REVOCATION_TICK};
 pub use state::{
     ClusterConfig, ClusterState, Lag, NodeId, NodeInfo, NodeStats, PURGE_RECONCILE, SessionRecord,
 };

@@ -112,8 +112,9 @@ impl NodeConnection {
         body: Bytes,
     ) -> Option<Bytes> {
         self.node = node;
-        // A purge whose wipe came due since the clock last moved lands before the request.
-        state.settle_purges();
+        // A purge whose wipe came due, or a revocation the reconciler completed, since the
+        // clock last moved lands before the request.
+        state.settle();
         let outcome = self.dispatch(state, &header, &body);
         if outcome.is_refusal() {
             state.stats_mut(node).refusals += 1;

@@ -96,6 +96,11 @@ pub struct Partition {
     committed_requests: BTreeMap<u128, BTreeSet<u64>>,
     /// A purge acknowledged whose wipe has not landed yet.
     pending_purge: Option<PendingPurge>,
+    /// The highest offset each node served each consumer group (by group id), what the
+    /// server keeps as `last_polled_offsets`: every replica its own, in memory only, so a
+    /// node that served the group nothing, or restarted since, has none (see
+    /// [`super::revocations`]).
+    last_polled: BTreeMap<(NodeId, u32), u64>,
 }
 
 impl Partition {
@@ -123,7 +128,29 @@ impl Partition {
             local_offsets: BTreeMap::new(),
             committed_requests: BTreeMap::new(),
             pending_purge: None,
+            last_polled: BTreeMap::new(),
         }
+    }
+
+    /// `node` served group `group` messages up to `last`: its mark only grows.
+    pub fn note_group_poll(&mut self, node: NodeId, group: u32, last: u64) {
+        let mark = self.last_polled.entry((node, group)).or_insert(last);
+        *mark = (*mark).max(last);
+    }
+
+    /// The highest offset `node` served group `group`, if it served it any.
+    pub fn last_polled(&self, node: NodeId, group: u32) -> Option<u64> {
+        self.last_polled.get(&(node, group)).copied()
+    }
+
+    /// Drop `node`'s mark for group `group`.
+    pub fn forget_last_polled(&mut self, node: NodeId, group: u32) {
+        self.last_polled.remove(&(node, group));
+    }
+
+    /// `node` stopped: its process, and every mark it held in memory, is gone.
+    pub fn forget_polls_of(&mut self, node: NodeId) {
+        self.last_polled.retain(|(holder, _), _| *holder != node);
     }
 
     /// The offset `owner` has stored as `node` sees it: the backup's own copy where an
@@ -218,7 +245,8 @@ impl Partition {
     }
 
     /// Apply the pending purge if it is due at `now_micros`: the log restarts empty at offset
-    /// 0 and the consumer offsets are gone. Returns the due time of a purge still pending.
+    /// 0 and the consumer offsets (and the groups' last polled offsets) are gone. Returns the
+    /// due time of a purge still pending.
     pub fn settle_purge(&mut self, now_micros: u64) -> Option<u64> {
         let pending = self.pending_purge?;
         if now_micros < pending.due_micros {
@@ -227,6 +255,9 @@ impl Partition {
         self.log = PartitionLog::default();
         self.offsets.clear();
         self.local_offsets.clear();
+        // The server clears the marks with the offsets: a pre-purge mark would hold a
+        // revocation until its timeout (`IggyPartition::purge`).
+        self.last_polled.clear();
         self.pending_purge = None;
         None
     }

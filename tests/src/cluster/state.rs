@@ -19,6 +19,7 @@ use iggy_route_core::wire::{Password, Permissions, UserStatus};
 
 use super::catalog::Catalog;
 use super::log::Retention;
+use super::revocations::{self, REBALANCING_TIMEOUT};
 use super::tls::ServerCertificate;
 use super::users::Users;
 
@@ -46,6 +47,10 @@ pub struct ClusterConfig {
     /// certificate (made at start; see `TestCluster::tls_ca_file`). The model does not
     /// see it: it is the driver's, as TLS is the transport's.
     pub tls: Option<ServerCertificate>,
+    /// How long a consumer group's pending revocation waits for its source to drain the
+    /// partition before it completes anyway: the server's `rebalancing_timeout` (section
+    /// `consumer_group`), 30 s by default (see `super::revocations`).
+    pub rebalancing_timeout: Duration,
 }
 
 impl ClusterConfig {
@@ -60,6 +65,7 @@ impl ClusterConfig {
             first_id: 0,
             retention: Retention::default(),
             tls: None,
+            rebalancing_timeout: REBALANCING_TIMEOUT,
         }
     }
 }
@@ -213,6 +219,10 @@ pub struct ClusterState {
     /// its primary: set by the handler, taken by the driver, which timestamps it (the
     /// demo's recovery times start at a move's first refusal).
     refused_send: Option<(u32, u32, u32)>,
+    /// See [`ClusterConfig::rebalancing_timeout`].
+    rebalancing_timeout: Duration,
+    /// The clock (µs) up to which the pending revocations were settled.
+    revocations_settled_to: u64,
 }
 
 impl ClusterState {
@@ -251,6 +261,8 @@ impl ClusterState {
             reply_commit_delay: Duration::ZERO,
             last_transport_id: 0,
             refused_send: None,
+            rebalancing_timeout: config.rebalancing_timeout,
+            revocations_settled_to: 0,
         }
     }
 
@@ -295,6 +307,10 @@ impl ClusterState {
         if let Some(info) = self.nodes.get_mut(node) {
             info.running = running;
         }
+        // What a node holds in memory only dies with it: the groups' last polled offsets.
+        if !running {
+            revocations::forget_node(&mut self.catalog, node);
+        }
     }
 
     /// The node the roster reports as `Leader`.
@@ -331,12 +347,17 @@ impl ClusterState {
     /// Advance the metadata commit by one op and return it: every metadata write and every
     /// login is one committed op.
     pub fn bump_commit(&mut self) -> u64 {
+        self.commit_at(self.now_micros)
+    }
+
+    /// [`ClusterState::bump_commit`], for an op the model applies late: committed at
+    /// `at` µs, no earlier than every commit before it.
+    fn commit_at(&mut self, at: u64) -> u64 {
         self.commit += 1;
         if self.commit_history.len() == COMMIT_HISTORY_MAX {
             self.commit_history.pop_front();
         }
-        self.commit_history
-            .push_back((self.now_micros, self.commit));
+        self.commit_history.push_back((at, self.commit));
         self.commit
     }
 
@@ -420,10 +441,51 @@ impl ClusterState {
     }
 
     /// Tell the model the wall-clock time (µs since the epoch). The time moving on is what
-    /// applies a purge whose wipe has come due ([`PURGE_RECONCILE`]).
+    /// applies a purge whose wipe has come due ([`PURGE_RECONCILE`]) and completes the
+    /// consumer groups' pending revocations ([`ClusterState::settle_revocations`]).
     pub fn set_now_micros(&mut self, now_micros: u64) {
         self.now_micros = now_micros;
+        self.settle();
+    }
+
+    /// Everything the passing time does: [`ClusterState::settle_purges`] and
+    /// [`ClusterState::settle_revocations`]. Done whenever the clock is set and before
+    /// every request is handled.
+    pub fn settle(&mut self) {
         self.settle_purges();
+        self.settle_revocations();
+    }
+
+    /// Complete every pending revocation the metadata leader's reconciler would have
+    /// completed since the last call, each a committed metadata op at its tick (see
+    /// `super::revocations`).
+    pub fn settle_revocations(&mut self) {
+        let from = self.revocations_settled_to;
+        let to = self.now_micros;
+        self.revocations_settled_to = from.max(to);
+        if to <= from || !revocations::any_pending(&self.catalog) {
+            return;
+        }
+        let (leader, timeout) = (self.metadata_leader, self.rebalancing_timeout);
+        for at in revocations::settle(&mut self.catalog, leader, timeout, (from, to)) {
+            self.commit_at(at);
+        }
+    }
+
+    /// The clock as the driver or the simulation last set it (µs), unadjusted: what a
+    /// revocation's age and the reconciler's ticks are measured on.
+    pub fn clock_micros(&self) -> u64 {
+        self.now_micros
+    }
+
+    /// See [`ClusterConfig::rebalancing_timeout`].
+    pub fn rebalancing_timeout(&self) -> Duration {
+        self.rebalancing_timeout
+    }
+
+    /// Change the rebalancing timeout from now on (revocations pending included).
+    pub fn set_rebalancing_timeout(&mut self, timeout: Duration) {
+        self.rebalancing_timeout = timeout;
     }
 
     /// Wipe every partition whose purge has come due by now ([`PURGE_RECONCILE`]). Done

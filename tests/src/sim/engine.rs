@@ -89,7 +89,11 @@ impl Simulation {
     pub(super) fn new(seed: u64, verbose: bool) -> Self {
         let scenario = Scenario::from_seed(seed);
         let base = Instant::now();
-        let mut nodes = SimNodes::new(NODES, scenario.routing_commands);
+        let mut nodes = SimNodes::new(
+            NODES,
+            scenario.routing_commands,
+            scenario.rebalancing_timeout,
+        );
         let mut rng = SimRng::new(seed, 0x70B1_C000);
         let primaries: Vec<usize> = (0..PARTITIONS).map(|_| rng.index(NODES)).collect();
         let topic = nodes.create_topic(&primaries);

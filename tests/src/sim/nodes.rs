@@ -78,10 +78,12 @@ pub struct SimTopic {
 }
 
 impl SimNodes {
-    /// `nodes` running nodes with the routing commands on or off.
-    pub fn new(nodes: usize, routing_commands: bool) -> Self {
+    /// `nodes` running nodes with the routing commands on or off, and the given rebalancing
+    /// timeout of the consumer groups (`ClusterConfig::rebalancing_timeout`).
+    pub fn new(nodes: usize, routing_commands: bool, rebalancing_timeout: Duration) -> Self {
         let mut config = ClusterConfig::new(nodes);
         config.routing_commands = routing_commands;
+        config.rebalancing_timeout = rebalancing_timeout;
         config.name = "iggy-route-sim".to_owned();
         // The simulation's checks read every payload back after every step, and its runs
         // are short: it holds them all, whatever a seed's workload.

@@ -57,6 +57,9 @@ pub struct Scenario {
     pub follow_refusal_view: bool,
     /// Whether balanced sends pass over stalled partitions and long queues.
     pub balanced_skips_stalled: bool,
+    /// The cluster's rebalancing timeout: how long a partition a join revoked from a member
+    /// that had it in flight waits for that member to commit it before it moves anyway.
+    pub rebalancing_timeout: Duration,
 }
 
 impl Scenario {
@@ -87,6 +90,15 @@ impl Scenario {
         let follow_refusal_view = !SimRng::new(seed, 0x71E3_0F58).chance(25);
         // And passing stalled partitions over, on balanced sends (added later again).
         let balanced_skips_stalled = !SimRng::new(seed, 0x5C1B_A1ED).chance(25);
+        // And the rebalancing timeout (added later still): mostly short enough to strike
+        // within a run, sometimes the server's default, which a run never reaches (only a
+        // member committing what it polled hands a revoked partition over).
+        let mut rebalancing = SimRng::new(seed, 0x4EB0_7A11);
+        let rebalancing_timeout = if rebalancing.chance(25) {
+            crate::cluster::REBALANCING_TIMEOUT
+        } else {
+            rebalancing.duration(Duration::from_millis(300), Duration::from_millis(3_000))
+        };
         Self {
             seed,
             routers: rng.range(2, 4) as usize,
@@ -112,6 +124,7 @@ impl Scenario {
             linger,
             follow_refusal_view,
             balanced_skips_stalled,
+            rebalancing_timeout,
         }
     }
 
