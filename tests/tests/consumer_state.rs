@@ -12,10 +12,10 @@ use iggy_route_core::client::consumer::{
     AutoCommit, ConsumerConfig, ConsumerIdentity, ConsumerState, GroupClaims, Step,
 };
 use iggy_route_core::wire::{
-    ConsumerGroupAssignment, ErrorCode, Identifier, PollMessagesReply, PolledMessage,
-    PollingStrategy, code,
+    ConsumerGroupAssignment, ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupMember,
+    ErrorCode, Identifier, Name, PollMessagesReply, PolledMessage, PollingStrategy, code,
 };
-use iggy_route_core::{Reply, ReplyPayload, Request, RequestError};
+use iggy_route_core::{AdminRequest, Reply, ReplyPayload, Request, RequestError};
 
 const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -39,6 +39,9 @@ enum Asks {
     Sync,
     Poll(u32, PollingStrategy),
     Commit(u32, u64),
+    StoredOffset,
+    Listing,
+    ResolveStream,
     Wait,
 }
 
@@ -50,10 +53,24 @@ fn step(state: &mut ConsumerState, now: Instant) -> Asks {
         Step::Submit(Request::Command(command)) => match command.code {
             code::JOIN_CONSUMER_GROUP => Asks::Join,
             code::SYNC_CONSUMER_GROUP => Asks::Sync,
+            code::GET_CONSUMER_OFFSET => Asks::StoredOffset,
+            code::GET_CONSUMER_GROUP => Asks::Listing,
             other => panic!("unexpected command {other}"),
         },
+        Step::Submit(Request::Admin(AdminRequest::GetStream { .. })) => Asks::ResolveStream,
         Step::Submit(other) => panic!("unexpected request {other:?}"),
     }
+}
+
+/// The next step after the read of the group's stored offset that precedes a commit,
+/// answered as nobody else having stored anything.
+fn past_read(state: &mut ConsumerState, now: Instant) -> Asks {
+    let next = step(state, now);
+    if next != Asks::StoredOffset {
+        return next;
+    }
+    state.answer(now, stored(None)).unwrap();
+    step(state, now)
 }
 
 fn done() -> Result<Reply, ClientError> {
@@ -105,6 +122,29 @@ fn handed(
             .unwrap();
     }
     std::iter::from_fn(|| state.next_message(now)).count()
+}
+
+/// The group's listing: each member's partitions (pending hand-overs included).
+fn listing(members: &[&[u32]]) -> Result<Reply, ClientError> {
+    let details = ConsumerGroupDetails {
+        info: ConsumerGroupInfo {
+            id: 0,
+            partitions_count: 2,
+            members_count: u32::try_from(members.len()).unwrap(),
+            name: Name::new("readers").unwrap(),
+        },
+        members: members
+            .iter()
+            .enumerate()
+            .map(|(slot, partitions)| ConsumerGroupMember {
+                id: u32::try_from(slot).unwrap(),
+                partitions: partitions.to_vec(),
+            })
+            .collect(),
+    };
+    let mut out = BytesMut::new();
+    details.encode(&mut out);
+    Ok(Reply::Payload(ReplyPayload(out.freeze())))
 }
 
 fn refused(code: ErrorCode) -> Result<Reply, ClientError> {
@@ -187,7 +227,7 @@ fn a_partition_listed_again_that_nobody_stored_meanwhile_goes_on_from_its_positi
     // Nothing stored: the poll starts at 0, at or before the position.
     let again = handed(&mut state, later, messages(0, 0..10), None);
     assert_eq!(again, 0, "handed out twice");
-    assert_eq!(step(&mut state, later), Asks::Commit(0, 9));
+    assert_eq!(past_read(&mut state, later), Asks::Commit(0, 9));
     state.answer(later, Ok(Reply::OffsetStored)).unwrap();
     assert_eq!(
         step(&mut state, later),
@@ -213,7 +253,7 @@ fn a_partition_listed_again_that_someone_stored_past_goes_on_from_there() {
     assert_eq!(brought, 10);
     assert_eq!(step(&mut state, later), Asks::Sync);
     state.answer(later, assignment(4, &[0])).unwrap();
-    assert_eq!(step(&mut state, later), Asks::Commit(0, 39));
+    assert_eq!(past_read(&mut state, later), Asks::Commit(0, 39));
 }
 
 #[test]
@@ -249,7 +289,7 @@ fn a_polls_messages_are_handed_out_and_stored_only_after_syncs_sent_after_them()
     // shows the partition still its own (it may have been slow).
     assert_eq!(step(&mut state, now), Asks::Sync);
     state.answer(now, assignment(1, &[0])).unwrap();
-    assert_eq!(step(&mut state, now), Asks::Commit(0, 9));
+    assert_eq!(past_read(&mut state, now), Asks::Commit(0, 9));
     state.answer(now, Ok(Reply::OffsetStored)).unwrap();
     assert_eq!(
         step(&mut state, now),
@@ -279,31 +319,12 @@ fn a_fenced_commit_syncs_again_and_is_no_error() {
     handed(&mut state, now, messages(0, 0..10), Some((1, &[0, 1])));
     assert_eq!(step(&mut state, now), Asks::Poll(1, PollingStrategy::Next));
     handed(&mut state, now, messages(1, 0..10), Some((1, &[0, 1])));
-    assert_eq!(step(&mut state, now), Asks::Commit(0, 9));
+    assert_eq!(past_read(&mut state, now), Asks::Commit(0, 9));
     // Partition 0 went to a newcomer since.
     let answered = state.answer(now, refused(ErrorCode::ResourceNotFound));
     assert!(answered.is_ok(), "not an error for the caller");
     assert_eq!(state.stats().commits_fenced, 1);
     assert_eq!(step(&mut state, now), Asks::Sync);
-}
-
-#[test]
-fn a_partition_given_up_keeps_nothing_and_its_last_batch_is_not_stored_on_the_way_out() {
-    let now = Instant::now();
-    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0, 1]);
-    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
-    let brought = handed(&mut state, now, messages(0, 0..10), Some((1, &[0, 1])));
-    assert_eq!(brought, 10);
-    let later = now + Duration::from_secs(2);
-    assert_eq!(step(&mut state, later), Asks::Sync);
-    state.answer(later, assignment(2, &[1])).unwrap();
-    // A write of 9 could land after partition 0 came back, or on a node that has not
-    // applied the move, past what its next owner stored.
-    assert_eq!(
-        step(&mut state, later),
-        Asks::Poll(1, PollingStrategy::Next)
-    );
-    assert!(state.uncommitted().is_empty());
 }
 
 #[test]
@@ -359,11 +380,11 @@ fn a_callers_commit_stores_every_partition_handed_out() {
     state.request_commit();
     // Partition 0's messages were taken before the sync that confirmed partition 1's
     // poll; partition 1's after it.
-    assert_eq!(step(&mut state, now), Asks::Commit(0, 3));
+    assert_eq!(past_read(&mut state, now), Asks::Commit(0, 3));
     state.answer(now, Ok(Reply::OffsetStored)).unwrap();
     assert_eq!(step(&mut state, now), Asks::Sync);
     state.answer(now, assignment(1, &[0, 1])).unwrap();
-    assert_eq!(step(&mut state, now), Asks::Commit(1, 3));
+    assert_eq!(past_read(&mut state, now), Asks::Commit(1, 3));
     state.answer(now, Ok(Reply::OffsetStored)).unwrap();
     assert!(state.commit_requested());
     assert_eq!(step(&mut state, now), Asks::Wait);
@@ -384,7 +405,7 @@ fn a_callers_commit_stores_what_was_taken_not_what_was_polled() {
     state.request_commit();
     assert_eq!(step(&mut state, now), Asks::Sync);
     state.answer(now, assignment(1, &[0])).unwrap();
-    assert_eq!(step(&mut state, now), Asks::Commit(0, 9), "not 14");
+    assert_eq!(past_read(&mut state, now), Asks::Commit(0, 9), "not 14");
     state.answer(now, Ok(Reply::OffsetStored)).unwrap();
     assert_eq!(step(&mut state, now), Asks::Wait);
     assert_eq!(state.next_message(now).unwrap().message.offset, 10);
@@ -477,7 +498,7 @@ fn an_interval_member_with_nothing_to_commit_waits_for_its_partitions() {
     );
     assert_eq!(step(&mut state, now), Asks::Sync);
     state.answer(now, assignment(1, &[0])).unwrap();
-    assert_eq!(step(&mut state, now), Asks::Commit(0, 2));
+    assert_eq!(past_read(&mut state, now), Asks::Commit(0, 2));
     state.answer(now, Ok(Reply::OffsetStored)).unwrap();
     assert_eq!(
         step(&mut state, now),
@@ -509,6 +530,9 @@ fn a_member_dropped_without_leaving_asks_its_client_to_end_the_membership() {
     let now = Instant::now();
     let claims = GroupClaims::new(|| {});
     let mut state = ConsumerState::claiming(config(AutoCommit::Never), &claims).unwrap();
+    // No such stream to resolve the names with: the join will say what is wrong.
+    assert_eq!(step(&mut state, now), Asks::ResolveStream);
+    state.answer(now, Ok(Reply::Stream(None))).unwrap();
     assert_eq!(step(&mut state, now), Asks::Join);
     state.answer(now, done()).unwrap();
     drop(state);
@@ -516,6 +540,8 @@ fn a_member_dropped_without_leaving_asks_its_client_to_end_the_membership() {
 
     // One that left, or never joined, leaves nothing to end.
     let mut left = ConsumerState::claiming(config(AutoCommit::Never), &claims).unwrap();
+    assert_eq!(step(&mut left, now), Asks::ResolveStream);
+    left.answer(now, Ok(Reply::Stream(None))).unwrap();
     assert_eq!(step(&mut left, now), Asks::Join);
     left.answer(now, done()).unwrap();
     assert!(left.leave_call().is_some());
@@ -523,4 +549,231 @@ fn a_member_dropped_without_leaving_asks_its_client_to_end_the_membership() {
     drop(left);
     drop(ConsumerState::claiming(config(AutoCommit::Never), &claims).unwrap());
     assert!(claims.take_leaving().is_empty());
+}
+
+/// A member configured to start each partition where `strategy` says, that joined and
+/// synced partition 0.
+fn member_with(now: Instant, strategy: PollingStrategy) -> ConsumerState {
+    let mut config = config(AutoCommit::AfterPoll);
+    config.strategy = strategy;
+    let mut state = ConsumerState::new(config);
+    assert_eq!(step(&mut state, now), Asks::Join);
+    state.answer(now, done()).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(1, &[0])).unwrap();
+    state
+}
+
+fn stored(offset: Option<u64>) -> Result<Reply, ClientError> {
+    let mut out = BytesMut::new();
+    if let Some(offset) = offset {
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&100u64.to_le_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
+    }
+    Ok(Reply::Payload(ReplyPayload(out.freeze())))
+}
+
+#[test]
+fn a_member_starts_where_the_group_left_off_whatever_its_strategy() {
+    let now = Instant::now();
+    // `First` and `Next` both read after the group's stored offset, from the start when
+    // nothing is stored.
+    for strategy in [PollingStrategy::First, PollingStrategy::Next] {
+        let mut state = member_with(now, strategy);
+        assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    }
+    // Any other strategy applies only where the group stored nothing.
+    for strategy in [PollingStrategy::Last, PollingStrategy::Offset(0)] {
+        let mut state = member_with(now, strategy);
+        assert_eq!(step(&mut state, now), Asks::StoredOffset);
+        state.answer(now, stored(Some(41))).unwrap();
+        assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+        let mut fresh = member_with(now, strategy);
+        assert_eq!(step(&mut fresh, now), Asks::StoredOffset);
+        fresh.answer(now, stored(None)).unwrap();
+        assert_eq!(step(&mut fresh, now), Asks::Poll(0, strategy));
+    }
+}
+
+/// A member handed 3 of a batch of partition 0, whose sync then shows partition 0 gone
+/// (generation 2).
+fn given_up_mid_batch(auto_commit: AutoCommit) -> (ConsumerState, Instant) {
+    let now = Instant::now();
+    let mut state = member(now, auto_commit, 1, &[0, 1]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    state.answer(now, messages(0, 0..10)).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(1, &[0, 1])).unwrap();
+    for _ in 0..3 {
+        state.next_message(now).unwrap();
+    }
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state.answer(later, assignment(2, &[1])).unwrap();
+    (state, later)
+}
+
+#[test]
+fn a_partition_pending_hand_over_is_drained_then_stored_to_its_last_polled_offset() {
+    let (mut state, now) = given_up_mid_batch(AutoCommit::AfterPoll);
+    // Is partition 0 still ours? The member owning our partition 1 owns it too: pending.
+    assert_eq!(step(&mut state, now), Asks::Listing);
+    assert!(
+        state.next_message(now).is_none(),
+        "handed out before the check"
+    );
+    state.answer(now, listing(&[&[1, 0], &[]])).unwrap();
+    // A sync after the listing shows nothing changed since partition 0 was given up.
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(2, &[1])).unwrap();
+    let rest: Vec<u64> = std::iter::from_fn(|| state.next_message(now))
+        .map(|m| m.message.offset)
+        .collect();
+    assert_eq!(rest, (3..10).collect::<Vec<_>>());
+    // Everything polled is taken: once a read shows nobody stored past us, storing the
+    // last of it hands the partition over.
+    assert_eq!(step(&mut state, now), Asks::StoredOffset);
+    state.answer(now, stored(None)).unwrap();
+    assert_eq!(past_read(&mut state, now), Asks::Commit(0, 9));
+    state.answer(now, done()).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Poll(1, PollingStrategy::Next));
+    assert!(state.uncommitted().is_empty());
+}
+
+#[test]
+fn a_partition_moved_at_once_is_not_drained() {
+    let (mut state, now) = given_up_mid_batch(AutoCommit::AfterPoll);
+    assert_eq!(step(&mut state, now), Asks::Listing);
+    state.answer(now, listing(&[&[1], &[0]])).unwrap();
+    assert!(
+        state.next_message(now).is_none(),
+        "its next owner reads them"
+    );
+    assert_eq!(step(&mut state, now), Asks::Poll(1, PollingStrategy::Next));
+    assert!(state.uncommitted().is_empty(), "nothing of it is stored");
+}
+
+#[test]
+fn a_partition_whose_owner_cannot_be_told_is_not_drained() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    state.answer(now, messages(0, 0..10)).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    // Nothing left to us: no member can be told to be us in the listing.
+    state.answer(now, assignment(2, &[])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Listing);
+    state.answer(now, listing(&[&[0], &[]])).unwrap();
+    assert!(state.next_message(now).is_none());
+}
+
+#[test]
+fn a_never_committing_member_drains_and_stores_at_the_callers_word() {
+    let (mut state, now) = given_up_mid_batch(AutoCommit::Never);
+    assert_eq!(step(&mut state, now), Asks::Listing);
+    state.answer(now, listing(&[&[0, 1]])).unwrap();
+    // A sync after the listing shows nothing changed since partition 0 was given up.
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(2, &[1])).unwrap();
+    assert_eq!(std::iter::from_fn(|| state.next_message(now)).count(), 7);
+    assert_eq!(step(&mut state, now), Asks::Poll(1, PollingStrategy::Next));
+    state.answer(now, messages(1, 0..0)).unwrap();
+    state.request_commit();
+    assert_eq!(step(&mut state, now), Asks::StoredOffset);
+    state.answer(now, stored(None)).unwrap();
+    assert_eq!(past_read(&mut state, now), Asks::Commit(0, 9));
+    state.answer(now, done()).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Wait);
+    assert!(!state.commit_requested());
+}
+
+#[test]
+fn a_drained_partition_someone_stored_past_is_not_stored_back() {
+    let (mut state, now) = given_up_mid_batch(AutoCommit::AfterPoll);
+    assert_eq!(step(&mut state, now), Asks::Listing);
+    state.answer(now, listing(&[&[1, 0], &[]])).unwrap();
+    // A sync after the listing shows nothing changed since partition 0 was given up.
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(2, &[1])).unwrap();
+    assert_eq!(std::iter::from_fn(|| state.next_message(now)).count(), 7);
+    // The caller went away; by the time it is back (after the read) a re-stripe moved the
+    // partition and its next owner stored past: the write is not made on an old read.
+    assert_eq!(step(&mut state, now), Asks::StoredOffset);
+    state.answer(now, stored(None)).unwrap();
+    let later = now + Duration::from_millis(300);
+    assert_eq!(step(&mut state, later), Asks::StoredOffset);
+    state.answer(later, stored(Some(20))).unwrap();
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(1, PollingStrategy::Next)
+    );
+    assert!(state.uncommitted().is_empty());
+}
+
+#[test]
+fn a_partition_listed_again_while_it_drains_is_read_from_the_stored_offset() {
+    let (mut state, now) = given_up_mid_batch(AutoCommit::AfterPoll);
+    assert_eq!(step(&mut state, now), Asks::Listing);
+    state.answer(now, listing(&[&[1, 0], &[]])).unwrap();
+    // A sync after the listing shows nothing changed since partition 0 was given up.
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(2, &[1])).unwrap();
+    let later = now + Duration::from_secs(2);
+    assert_eq!(step(&mut state, later), Asks::Sync);
+    state.answer(later, assignment(4, &[0, 1])).unwrap();
+    assert!(
+        state.next_message(later).is_none(),
+        "its batch is read again"
+    );
+    assert_eq!(
+        step(&mut state, later),
+        Asks::Poll(0, PollingStrategy::Next)
+    );
+}
+
+#[test]
+fn a_partition_that_moved_away_and_back_under_a_pending_listing_is_not_drained() {
+    let (mut state, now) = given_up_mid_batch(AutoCommit::AfterPoll);
+    assert_eq!(step(&mut state, now), Asks::Listing);
+    // Listed as ours, but the generation moved on: it may have gone to another member,
+    // been read and stored, and come back (as pending again).
+    state.answer(now, listing(&[&[1, 0], &[]])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(3, &[1])).unwrap();
+    assert!(state.next_message(now).is_none(), "not on that listing");
+    assert_eq!(step(&mut state, now), Asks::Listing, "checked again");
+    state.answer(now, listing(&[&[1], &[0]])).unwrap();
+    assert!(state.next_message(now).is_none());
+    assert_eq!(step(&mut state, now), Asks::Poll(1, PollingStrategy::Next));
+}
+
+#[test]
+fn a_commit_goes_out_only_after_a_read_shows_nobody_stored_past_the_member() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    assert_eq!(
+        handed(&mut state, now, messages(0, 0..10), Some((1, &[0]))),
+        10
+    );
+    assert_eq!(step(&mut state, now), Asks::Sync, "a sync after the takes");
+    state.answer(now, assignment(1, &[0])).unwrap();
+    // The partition went to another member, which stored 14, and came back meanwhile:
+    // a write of 9 would move the stored offset back.
+    assert_eq!(step(&mut state, now), Asks::StoredOffset);
+    state.answer(now, stored(Some(14))).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    assert!(state.uncommitted().is_empty());
+}
+
+#[test]
+fn a_drain_sees_more_than_one_change_and_gives_the_partition_up() {
+    let (mut state, now) = given_up_mid_batch(AutoCommit::AfterPoll);
+    assert_eq!(step(&mut state, now), Asks::Listing);
+    state.answer(now, listing(&[&[1, 0], &[]])).unwrap();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(4, &[1])).unwrap();
+    assert!(state.next_message(now).is_none());
+    assert_eq!(step(&mut state, now), Asks::Poll(1, PollingStrategy::Next));
 }

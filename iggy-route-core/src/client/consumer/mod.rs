@@ -20,9 +20,11 @@
 //! member that stopped reading for a while, and got a partition back that someone else
 //! committed further meanwhile, never moves the stored offset back. A commit the server
 //! fences (the partition went to another member) makes the member sync again; it is not
-//! an error for the caller. What a member may see twice is the batch it was handed last
-//! in a partition whose owner changed before that batch was committed: its new owner
-//! reads on from the stored offset.
+//! an error for the caller. A partition given up while the member still holds some of it
+//! is drained when the server holds it for the member (a pending hand-over: see
+//! `state/drain.rs`), and dropped when it moved at once. What a member may see twice is
+//! what another member polled and had not stored when the server moved its partition at
+//! once: its new owner reads on from the stored offset.
 //!
 //! The adapters run the loop (an async task, a blocking iterator): ask [`ConsumerState::
 //! next_step`], submit the request or wait, hand the answer to [`ConsumerState::answer`],
@@ -36,7 +38,7 @@ use crate::wire::{Identifier, PolledMessage, PollingStrategy};
 mod claims;
 mod state;
 
-pub use claims::{GroupClaim, GroupClaims};
+pub use claims::{GroupClaim, GroupClaims, ResolvedGroup};
 pub use state::ConsumerState;
 
 /// Who consumes.
@@ -74,9 +76,11 @@ pub struct ConsumerConfig {
     /// A single consumer's one partition; `None` reads all of them (ignored for a group).
     pub partition: Option<u32>,
     /// Where each partition's first poll starts; later polls go on from what it read.
-    /// `Next` starts after the stored offset. A group member starts so only in the
-    /// partitions of its first assignment: a partition it takes over later starts after
-    /// the group's stored offset, where its previous owner left off.
+    /// `Next` starts after the stored offset. A group member always starts after the
+    /// group's stored offset, where the group left off; this says only where a partition
+    /// the group has stored nothing for starts (`First` and `Next` from its start; for
+    /// `Last`, `Offset` and `Timestamp` the member reads the stored offset before the
+    /// partition's first poll).
     pub strategy: PollingStrategy,
     /// Most messages per poll.
     pub batch_length: u32,

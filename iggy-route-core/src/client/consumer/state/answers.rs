@@ -1,11 +1,11 @@
 //! The answers a consumer gets, and what it makes of them (see the module documentation of
 //! `client::consumer`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use super::{Asked, ConsumerState, Position, View};
-use crate::client::consumer::ReceivedMessage;
+use crate::client::consumer::{ReceivedMessage, ResolvedGroup};
 use crate::client::{Call, ClientError};
 use crate::request::{Reply, RequestError};
 use crate::wire::{ConsumerGroupAssignment, ErrorCode, Identifier};
@@ -49,12 +49,55 @@ impl ConsumerState {
                 }
                 self.group_created = true;
             }
+            Asked::ResolveStream => {
+                let stream = Call::get_stream(self.config.stream.clone())?
+                    .reply
+                    .extract(answer?)?;
+                let topic = stream.as_ref().and_then(|stream| {
+                    stream.topics.iter().find(|topic| match &self.config.topic {
+                        Identifier::Numeric(id) => topic.id == *id,
+                        Identifier::Named(name) => topic.name == *name,
+                    })
+                });
+                match (&stream, topic) {
+                    (Some(stream), Some(topic)) => {
+                        self.resolving = Some((
+                            (stream.id, stream.name.clone()),
+                            (topic.id, topic.name.clone()),
+                        ));
+                    }
+                    // Not there: the join says so.
+                    _ => self.resolved = true,
+                }
+            }
+            Asked::ResolveGroup => {
+                let group = Call::get_consumer_group(
+                    self.config.stream.clone(),
+                    self.config.topic.clone(),
+                    self.group().cloned().unwrap_or(Identifier::Numeric(0)),
+                )?
+                .reply
+                .extract(answer?)?;
+                let (Some(group), Some((stream, topic))) = (group, self.resolving.take()) else {
+                    self.resolved = true;
+                    return Ok(());
+                };
+                if let Some(claim) = &self.claim {
+                    claim.resolve(ResolvedGroup {
+                        stream,
+                        topic,
+                        group: (group.info.id, group.info.name),
+                    })?;
+                }
+                self.resolved = true;
+            }
             Asked::Join => {
                 answer?;
                 self.joined = true;
                 self.known = false;
                 // A membership of its own: nothing carries over from an earlier one.
                 self.view = None;
+                self.end_every_drain();
                 self.stats.joins += 1;
             }
             Asked::Sync(handouts, takes) => {
@@ -76,6 +119,7 @@ impl ConsumerState {
                         self.joined = false;
                         self.known = false;
                         self.view = None;
+                        self.end_every_drain();
                         self.retry_at = Some(now + self.config.poll_interval);
                     }
                 }
@@ -92,9 +136,80 @@ impl ConsumerState {
                 self.partitions = (0..topic.summary.partitions_count).collect();
                 self.known = true;
             }
+            Asked::Stored(partition) => {
+                let stored = Call::get_consumer_offset(
+                    self.consumer(),
+                    self.config.stream.clone(),
+                    self.config.topic.clone(),
+                    Some(partition),
+                )?
+                .reply
+                .extract(answer?)?;
+                let stored = stored.map(|info| info.stored_offset);
+                if self.draining.contains_key(&partition) {
+                    self.drain_read(now, partition, stored);
+                } else if let Some(position) = self.positions.get_mut(&partition)
+                    && position.next.is_none()
+                {
+                    match stored {
+                        Some(_) => position.from_stored = true,
+                        None => position.nothing_stored = true,
+                    }
+                }
+            }
+            Asked::StoredBeforeCommit(partition) => {
+                let stored = Call::get_consumer_offset(
+                    self.consumer(),
+                    self.config.stream.clone(),
+                    self.config.topic.clone(),
+                    Some(partition),
+                )?
+                .reply
+                .extract(answer?)?
+                .map(|info| info.stored_offset);
+                let past = self
+                    .positions
+                    .get(&partition)
+                    .is_some_and(|position| stored > position.committed);
+                if past {
+                    // Another member read on and stored past this member: what it handed
+                    // out is not its to store; it reads on from the stored offset.
+                    self.drop_unsure_ready(|p| p != partition);
+                    if let Some(position) = self.positions.get_mut(&partition) {
+                        position.verify = true;
+                        position.stored_read_at = None;
+                    }
+                } else if let Some(position) = self.positions.get_mut(&partition) {
+                    position.stored_read_at = Some(now);
+                }
+            }
             Asked::Commit(partition, offset) => {
                 return self.commit_answered(now, partition, offset, answer);
             }
+            Asked::DrainListing => {
+                let group = Call::get_consumer_group(
+                    self.config.stream.clone(),
+                    self.config.topic.clone(),
+                    self.group().cloned().unwrap_or(Identifier::Numeric(0)),
+                )?
+                .reply
+                .extract(answer?)?;
+                self.drain_listing(group.as_ref().map_or(&[], |g| g.members.as_slice()));
+            }
+            Asked::Drain(partition) => match answer {
+                Ok(_) => {
+                    self.stats.commits += 1;
+                    self.drain_answered(partition);
+                }
+                Err(error) if is_fenced(&error) => {
+                    self.stats.commits_fenced += 1;
+                    self.drain_answered(partition);
+                }
+                Err(error) => {
+                    self.stats.commit_failures += 1;
+                    return Err(error);
+                }
+            },
             Asked::Poll(partition) => return self.polled(now, partition, answer),
         }
         Ok(())
@@ -113,6 +228,7 @@ impl ConsumerState {
                 self.stats.commits += 1;
                 if let Some(position) = self.positions.get_mut(&partition) {
                     position.committed = position.committed.max(Some(offset));
+                    position.stored_read_at = None;
                 }
                 Ok(())
             }
@@ -161,7 +277,11 @@ impl ConsumerState {
         }
         let count = self.partitions.len().max(1);
         self.cursor = (self.cursor + 1) % count;
+        let member = self.group().is_some();
         let position = self.positions.entry(partition).or_default();
+        // A member's first poll of a partition (unless the group had stored nothing and
+        // the configured strategy placed it) starts after the group's stored offset too.
+        let from_stored_offset = position.next.is_none() && member && !position.nothing_stored;
         let verified = std::mem::take(&mut position.verify);
         let Some(last) = polled.messages.last().map(|m| m.offset) else {
             if verified {
@@ -181,7 +301,9 @@ impl ConsumerState {
         // position starts at or before it when nobody stored past it (the position
         // stands), and after it when someone did (it moves on to there).
         let from = position.next.unwrap_or(0);
-        if verified && let Some(first) = polled.messages.first().map(|m| m.offset) {
+        if (verified || from_stored_offset)
+            && let Some(first) = polled.messages.first().map(|m| m.offset)
+        {
             // The poll started after the group's stored offset: that is `first - 1`, and
             // what this member handed out up to there is not its to store.
             position.committed = position.committed.max(first.checked_sub(1));
@@ -227,7 +349,7 @@ impl ConsumerState {
     /// A new assignment, from a sync sent when `sent_at` polls had been answered and
     /// messages taken.
     /// A partition kept since the last view keeps its position (and the batches handed
-    /// out before the sync are confirmed ours); one given up keeps nothing; one taken over starts
+    /// out before the sync are confirmed ours); one given up is drained (see `drain`); one taken over starts
     /// from the group's stored offset; one listed again after changes the member did not
     /// see is verified against the stored offset before it is read on or committed.
     fn assign(&mut self, assignment: ConsumerGroupAssignment, sent_at: (u64, u64)) {
@@ -239,13 +361,14 @@ impl ConsumerState {
         if view.as_ref().map(|v| v.generation) != Some(assignment.generation) {
             self.cursor = 0;
         }
-        // A partition given up keeps nothing: its last batch is not stored on the way out.
-        // The server may have moved it at once (then such a write is fenced), and one that
-        // lands after the partition came back, or on a node that has not applied the move
-        // yet, would move the offset back past what its next owner stored.
+        // A partition given up keeps no position. What the member polled of it and did not
+        // store is drained when the partition's offset fence shows it still the member's
+        // (a join leaves it so until then); else its next owner reads it.
         let positions = std::mem::take(&mut self.positions);
+        let mut given_up = Vec::new();
         for (partition, position) in positions {
             if !assignment.partitions.contains(&partition) {
+                given_up.push((partition, position));
                 continue;
             }
             if kept(partition) {
@@ -263,13 +386,33 @@ impl ConsumerState {
             }
         }
         for partition in &assignment.partitions {
+            if let Some(position) = self.end_drain(*partition) {
+                // Listed again while it was being handed over: read on from the stored
+                // offset, as after changes the member did not see.
+                self.positions.insert(
+                    *partition,
+                    Position {
+                        verify: true,
+                        ..position
+                    },
+                );
+            }
             self.positions.entry(*partition).or_insert(Position {
                 from_stored: self.assigned_before,
                 ..Position::default()
             });
         }
+        // A partition given up that the member polled past its stored offset may be
+        // pending hand-over: it is drained (see `drain`).
+        self.drain_synced(assignment.generation);
+        let from = view.as_ref().map_or(u64::MAX - 1, |v| v.generation);
+        for (partition, position) in given_up {
+            self.start_drain(partition, position, (from, assignment.generation));
+        }
+        let draining: BTreeSet<u32> = self.draining.keys().copied().collect();
         self.drop_unsure_ready(|partition| {
-            assignment.partitions.contains(&partition) && kept(partition)
+            (assignment.partitions.contains(&partition) && kept(partition))
+                || draining.contains(&partition)
         });
         (self.confirmed, self.confirmed_takes) = sent_at;
         self.assigned_before = true;

@@ -2,9 +2,14 @@
 //! module documentation of `client::consumer` for the rules of a group member).
 
 mod answers;
+mod calls;
+mod drain;
+mod position;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
+
+use position::{Position, View};
 
 use super::{
     AutoCommit, ConsumerConfig, ConsumerIdentity, ConsumerStats, GroupClaim, GroupClaims,
@@ -12,69 +17,31 @@ use super::{
 };
 use crate::client::{Call, ClientError};
 use crate::request::Request;
-use crate::wire::{
-    Consumer, ConsumerGroupAssignment, ConsumerGroupRef, ConsumerKind, Identifier, PollingStrategy,
-};
-
-/// What one partition's reading has come to.
-#[derive(Debug, Clone, Copy, Default)]
-struct Position {
-    /// The next offset to read; `None` before the first poll.
-    next: Option<u64>,
-    /// The last offset handed out: taken by the caller, not only polled.
-    handed_out: Option<u64>,
-    /// The last offset stored.
-    committed: Option<u64>,
-    /// Not polled before this instant.
-    idle_until: Option<Instant>,
-    /// The first poll starts after the group's stored offset, not where the configured
-    /// strategy says: the partition was taken over from another member.
-    from_stored: bool,
-    /// [`ConsumerState::takes`] when the caller last took a message of it.
-    taken_at: u64,
-    /// The partition may have been another member's since the member last read it: the
-    /// next poll starts after the group's stored offset, to learn whether someone else
-    /// stored past this position, and nothing is committed before its answer.
-    verify: bool,
-}
-
-impl Position {
-    /// The offset handed out and not stored yet, if any (none while it is verified: it may
-    /// lie behind what another member stored).
-    fn uncommitted(&self) -> Option<u64> {
-        let handed_out = self.handed_out?;
-        (!self.verify && self.committed < Some(handed_out)).then_some(handed_out)
-    }
-}
-
-/// A member's assignment as a sync showed it.
-#[derive(Debug, Clone)]
-struct View {
-    generation: u64,
-    partitions: Vec<u32>,
-}
-
-impl View {
-    /// Whether `partition`, listed in `next`, stayed this member's from this view to it:
-    /// listed in both, with no other membership change in between (the server bumps the
-    /// generation once per change).
-    fn kept(&self, next: &ConsumerGroupAssignment, partition: u32) -> bool {
-        (next.generation == self.generation || next.generation == self.generation + 1)
-            && self.partitions.contains(&partition)
-    }
-}
+use crate::wire::{Consumer, ConsumerGroupRef, ConsumerKind, Identifier, Name, PollingStrategy};
 
 /// The request out, and what its answer is for.
 #[derive(Debug)]
 enum Asked {
     CreateGroup,
+    /// The stream (and its topics), to resolve the group's names before the join.
+    ResolveStream,
+    /// The group, to resolve its name and id before the join.
+    ResolveGroup,
     Join,
     /// A sync, sent when [`ConsumerState::handouts`] and [`ConsumerState::takes`] were
     /// these.
     Sync(u64, u64),
     Partitions,
+    /// The group's stored offset of a partition, read before its first poll.
+    Stored(u32),
+    /// The group's stored offset of a partition, read right before a commit of it.
+    StoredBeforeCommit(u32),
     Poll(u32),
     Commit(u32, u64),
+    /// The group's listing, for the partitions being handed over (see `drain`).
+    DrainListing,
+    /// An offset write of a partition being handed over.
+    Drain(u32),
 }
 
 /// See the module documentation of `client::consumer`.
@@ -87,6 +54,10 @@ pub struct ConsumerState {
     known: bool,
     joined: bool,
     group_created: bool,
+    /// The claimed group's names were resolved (or cannot be, and the join will say why).
+    resolved: bool,
+    /// The stream's and the topic's id and name, while the group's are read.
+    resolving: Option<((u32, Name), (u32, Name))>,
     /// The assignment of the last sync of this membership.
     view: Option<View>,
     /// Whether an assignment was ever synced: partitions listed later were another
@@ -94,6 +65,8 @@ pub struct ConsumerState {
     assigned_before: bool,
     cursor: usize,
     positions: BTreeMap<u32, Position>,
+    /// Partitions given up while their polled messages are not all taken and stored.
+    draining: BTreeMap<u32, drain::Drain>,
     /// Batches handed out so far: a count that orders hand-outs and syncs without a clock.
     handouts: u64,
     /// Every batch handed out at or before this count was confirmed the member's by a sync
@@ -133,10 +106,13 @@ impl ConsumerState {
             known: fixed.is_some(),
             joined: false,
             group_created,
+            resolved: false,
+            resolving: None,
             view: None,
             assigned_before: false,
             cursor: 0,
             positions: BTreeMap::new(),
+            draining: BTreeMap::new(),
             handouts: 0,
             confirmed: 0,
             takes: 0,
@@ -251,7 +227,12 @@ impl ConsumerState {
         }
         let (_, message) = self.ready.pop_front()?;
         self.takes += 1;
-        if let Some(position) = self.positions.get_mut(&message.partition_id) {
+        let partition = message.partition_id;
+        let position = match self.positions.get_mut(&partition) {
+            Some(position) => Some(position),
+            None => self.draining.get_mut(&partition).map(|d| &mut d.position),
+        };
+        if let Some(position) = position {
             position.handed_out = position.handed_out.max(Some(message.message.offset));
             position.taken_at = self.takes;
         }
@@ -269,7 +250,7 @@ impl ConsumerState {
         self.commit_requested
     }
 
-    fn next_request(&self, now: Instant) -> (Option<Asked>, Option<Request>) {
+    fn next_request(&mut self, now: Instant) -> (Option<Asked>, Option<Request>) {
         let (stream, topic) = (self.config.stream.clone(), self.config.topic.clone());
         if let Some(group) = self.group().cloned() {
             if !self.group_created {
@@ -280,11 +261,45 @@ impl ConsumerState {
                 let call = Call::create_consumer_group(stream, topic, &name);
                 return (Some(Asked::CreateGroup), call.ok().map(|c| c.request));
             }
+            if !self.joined && !self.resolved && self.claim.is_some() {
+                // One group named several ways on one client would be one membership.
+                return match self.resolving {
+                    None => (
+                        Some(Asked::ResolveStream),
+                        Call::get_stream(stream).ok().map(|c| c.request),
+                    ),
+                    Some(_) => (
+                        Some(Asked::ResolveGroup),
+                        Call::get_consumer_group(stream, topic, group)
+                            .ok()
+                            .map(|c| c.request),
+                    ),
+                };
+            }
             if !self.joined {
                 let call = Call::join_consumer_group(stream, topic, group);
                 return (Some(Asked::Join), call.ok().map(|c| c.request));
             }
-            if self.sync_due(now) || self.unconfirmed_ready() {
+            if self.sync_due(now) {
+                return self.sync_request(group);
+            }
+            // After a due sync: one that lists a draining partition again ends its drain.
+            match self.drain_due(now) {
+                Some(drain::DrainAsk::Listing) => {
+                    let call = Call::get_consumer_group(stream, topic, group);
+                    return (Some(Asked::DrainListing), call.ok().map(|c| c.request));
+                }
+                Some(drain::DrainAsk::Sync) => return self.sync_request(group),
+                Some(drain::DrainAsk::Read(partition)) => return self.stored_request(partition),
+                Some(drain::DrainAsk::Store(partition, offset)) => {
+                    return (
+                        Some(Asked::Drain(partition)),
+                        self.commit_call(partition, offset).ok().map(|c| c.request),
+                    );
+                }
+                None => {}
+            }
+            if self.unconfirmed_ready() {
                 return self.sync_request(group);
             }
         } else if !self.known {
@@ -300,6 +315,18 @@ impl ConsumerState {
             {
                 // Stored only once a sync sent after the caller took it shows it still ours.
                 return self.sync_request(group);
+            }
+            let read_at = self
+                .positions
+                .get(&partition)
+                .and_then(|p| p.stored_read_at);
+            if self.group().is_some()
+                && read_at.is_none_or(|at| now > at + self.config.poll_interval)
+            {
+                // And right after a read shows nobody stored past this member: the
+                // partition may have gone to another member and come back since the sync.
+                let (_, request) = self.stored_request(partition);
+                return (Some(Asked::StoredBeforeCommit(partition)), request);
             }
             return (
                 Some(Asked::Commit(partition, offset)),
@@ -317,6 +344,16 @@ impl ConsumerState {
             _ if position.verify => PollingStrategy::Next,
             Some(offset) => PollingStrategy::Offset(offset),
             None if position.from_stored => PollingStrategy::Next,
+            // A group member starts where the group left off; the configured strategy
+            // only says where a partition the group never stored an offset of starts.
+            None if self.group().is_some() => match self.config.strategy {
+                // From the start when nothing is stored: what `Next` does then.
+                PollingStrategy::First | PollingStrategy::Next => PollingStrategy::Next,
+                configured if position.nothing_stored => configured,
+                PollingStrategy::Last
+                | PollingStrategy::Offset(_)
+                | PollingStrategy::Timestamp(_) => return self.stored_request(partition),
+            },
             None => self.config.strategy,
         };
         let call = Call::poll(
@@ -343,6 +380,13 @@ impl ConsumerState {
             || self
                 .synced_at
                 .is_none_or(|at| now >= at + self.config.sync_interval)
+    }
+
+    /// Reads the stored offset of `partition` (for a group member: the group's).
+    fn stored_request(&self, partition: u32) -> (Option<Asked>, Option<Request>) {
+        let (stream, topic) = (self.config.stream.clone(), self.config.topic.clone());
+        let call = Call::get_consumer_offset(self.consumer(), stream, topic, Some(partition));
+        (Some(Asked::Stored(partition)), call.ok().map(|c| c.request))
     }
 
     fn sync_request(&self, group: Identifier) -> (Option<Asked>, Option<Request>) {
@@ -425,45 +469,5 @@ impl ConsumerState {
             .iter()
             .filter_map(|(partition, position)| Some((*partition, position.uncommitted()?)))
             .collect()
-    }
-
-    /// The request storing `offset` of `partition` for this consumer.
-    pub fn commit_call(&self, partition: u32, offset: u64) -> Result<Call<()>, ClientError> {
-        Call::store_offset(
-            self.consumer(),
-            self.config.stream.clone(),
-            self.config.topic.clone(),
-            partition,
-            offset,
-        )
-    }
-
-    /// The request that leaves the group, for a member that joined.
-    pub fn leave_call(&self) -> Option<Call<()>> {
-        let group = self.group()?.clone();
-        if !self.joined {
-            return None;
-        }
-        Call::leave_consumer_group(self.config.stream.clone(), self.config.topic.clone(), group)
-            .ok()
-    }
-
-    /// The leave of [`Self::leave_call`] succeeded: the consumer is no member now.
-    pub fn left(&mut self) {
-        self.joined = false;
-    }
-
-    /// Whether the group may count this consumer's client as a member: it joined, or a
-    /// join is out.
-    fn may_be_member(&self) -> bool {
-        self.joined || matches!(self.asked, Some(Asked::Join))
-    }
-}
-
-impl Drop for ConsumerState {
-    fn drop(&mut self) {
-        if let Some(claim) = self.claim.take() {
-            claim.release(self.may_be_member());
-        }
     }
 }
