@@ -257,18 +257,26 @@ impl TopicConsumer {
 
     /// Stores what was handed out and not stored yet when `commit` says so, then leaves
     /// the group, if it joined one (its partitions go to the other members at once).
+    ///
+    /// The membership ends whatever happens: a failed commit still leaves (its error is
+    /// returned), and a leave that fails or times out ends the membership with its
+    /// member link.
     pub fn shutdown(mut self, commit: bool) -> Result<(), ClientError> {
-        if commit {
-            self.commit()?;
+        let committed = if commit {
+            self.commit()
         } else {
-            self.finish_in_flight()?;
-        }
-        if let Some(call) = self.state.leave_call() {
-            let reply = self.client.request(call.request)?;
-            call.reply.extract(reply)?;
-            self.state.left();
-        }
-        Ok(())
+            self.finish_in_flight()
+        };
+        let left = match self.state.leave_call() {
+            Some(call) => self
+                .client
+                .request(call.request)
+                .and_then(|reply| call.reply.extract(reply))
+                .map(|()| self.state.left()),
+            None => Ok(()),
+        };
+        // Dropped here: a membership the leave did not end is abandoned.
+        committed.and(left)
     }
 
     /// Counters so far.

@@ -150,7 +150,17 @@ impl Router {
     pub(super) fn group_detour(&mut self, request: RequestId, target: Target) -> Option<Detour> {
         let role = group_role(&self.requests.get(&request)?.request)?;
         match role {
-            GroupRole::Join(key) | GroupRole::Leave(key) => {
+            GroupRole::Leave(key) => {
+                let member_link = self.memberships.get(&key)?.link;
+                match self.on_member_link(member_link, request, target) {
+                    // Busy (a request whose answer is late, perhaps long past its
+                    // caller's deadline): closing the link ends the membership now, and
+                    // answers the leave that waits for it.
+                    Detour::Waiting => Some(Detour::Close(member_link)),
+                    detour @ (Detour::Link(_) | Detour::Close(_)) => Some(detour),
+                }
+            }
+            GroupRole::Join(key) => {
                 let member_link = self.memberships.get(&key)?.link;
                 Some(self.on_member_link(member_link, request, target))
             }
@@ -404,4 +414,6 @@ pub(super) enum Detour {
     Link(LinkId),
     /// Queued until its link is idle.
     Waiting,
+    /// Queued, and this member link is to be closed (a leave that would wait for it).
+    Close(LinkId),
 }

@@ -307,6 +307,12 @@ impl Router {
             None => {}
             Some(Detour::Link(member_link)) => link_id = member_link,
             Some(Detour::Waiting) => return,
+            Some(Detour::Close(member_link)) => {
+                debug!(link = %member_link, "a leave found its member link busy; closing it");
+                self.close_by_choice(now, member_link);
+                self.serve_member_waiting(now);
+                return;
+            }
         }
         let Some(entry) = self.requests.get(&request) else {
             return;
