@@ -308,3 +308,64 @@ fn members_that_join_in_turn_read_every_message_once_without_a_storm() {
         member.shutdown();
     }
 }
+
+/// A member reads 5 messages of its first batch (10 polled) and stops; a second member
+/// joins. Where the server saw that batch in flight it keeps the partition with the first
+/// member until the first member drains it (hands out the rest, stores the last): the
+/// partition then goes to the newcomer at once, not after the server's 30 s rebalancing
+/// timeout. Everything is handed out, the stored offsets end at each partition's last
+/// message, and a message is handed out twice only inside the documented window (the
+/// first member's batch, when the server moved the partition at once).
+#[test]
+fn a_partition_in_flight_is_drained_by_its_owner_then_handed_over() {
+    let Some(cluster) = RealCluster::from_env("a_partition_in_flight") else {
+        return;
+    };
+    let _serial = serial();
+    for (first, second) in [
+        (Adapter::Tokio, Adapter::Mio),
+        (Adapter::Mio, Adapter::Tokio),
+    ] {
+        let place = place(&cluster, 4, 30);
+        let mut seen = Handouts::default();
+        let started = Instant::now();
+        let mut owner = Member::new(&cluster, first, 0, &place);
+        owner.join();
+        assert_eq!(owner.read(5, Duration::from_secs(5), &mut seen), 5);
+        let mut newcomer = Member::new(&cluster, second, 1, &place);
+        newcomer.join();
+        for _ in 0..3 {
+            owner.read(200, Duration::from_secs(1), &mut seen);
+            newcomer.read(200, Duration::from_secs(1), &mut seen);
+        }
+        let took = started.elapsed();
+        let stored = owner.stored(&place);
+        let twice = seen.twice();
+        println!(
+            "{first:?} owner, {second:?} newcomer: all read in {took:?}; handed out twice \
+             {twice:?}; stored {stored:?}; owner {:?}; newcomer {:?}",
+            owner.stats(),
+            newcomer.stats()
+        );
+        assert_eq!(
+            seen.0.len(),
+            120,
+            "every message handed out, none held back"
+        );
+        assert!(
+            twice.len() <= 10,
+            "beyond one batch handed out twice: {twice:?}"
+        );
+        assert!(
+            took < Duration::from_secs(20),
+            "the hand-over waited for the server's timeout"
+        );
+        assert_eq!(owner.session_moves(), 0);
+        assert_eq!(newcomer.session_moves(), 0);
+        owner.shutdown();
+        newcomer.shutdown();
+        for (partition, offset) in &stored {
+            assert_eq!(*offset, Some(29), "partition {partition}");
+        }
+    }
+}
