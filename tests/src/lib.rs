@@ -8,3 +8,4 @@ pub mod group_example;
 pub mod real_cluster;
 pub mod scripted;
 pub mod sim;
+pub mod try_cluster;

@@ -9,6 +9,7 @@
 //! and then serves the same frames over the TLS stream.
 
 use std::collections::BTreeMap;
+use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -104,20 +105,57 @@ impl TestCluster {
     /// If a loopback listener cannot be bound, `config.nodes` is out of range, or (with
     /// `config.tls`) the certificates cannot be made or `ca.pem` written.
     pub async fn start_with(config: ClusterConfig) -> TestCluster {
-        let tls = config.tls.as_ref().map(|certificate| {
-            ServerTls::new(certificate)
-                .unwrap_or_else(|error| panic!("make the cluster's TLS certificates: {error}"))
-        });
+        Self::try_start_on(config, None)
+            .await
+            .unwrap_or_else(|error| panic!("start the loopback cluster: {error}"))
+    }
+
+    /// Start a cluster with explicit settings, node `N` listening on `127.0.0.1` at port
+    /// `port_base + N`, or on a port the OS picks when `port_base` is `None`.
+    ///
+    /// # Errors
+    /// If a listener cannot be bound (a port is taken, or `port_base + N` is past 65535),
+    /// or (with `config.tls`) the certificates cannot be made or `ca.pem` written.
+    ///
+    /// # Panics
+    /// If `config.nodes` is out of range.
+    pub async fn try_start_on(
+        config: ClusterConfig,
+        port_base: Option<u16>,
+    ) -> io::Result<TestCluster> {
+        let tls = match config.tls.as_ref() {
+            Some(certificate) => Some(ServerTls::new(certificate).map_err(|error| {
+                io::Error::new(
+                    error.kind(),
+                    format!("make the cluster's TLS certificates: {error}"),
+                )
+            })?),
+            None => None,
+        };
         let mut state = ClusterState::new(&config);
         let mut listeners = Vec::with_capacity(config.nodes);
         let mut runtimes = Vec::with_capacity(config.nodes);
         for node in 0..config.nodes {
-            let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-                .await
-                .unwrap_or_else(|error| panic!("bind a loopback port for node {node}: {error}"));
-            let addr = listener
-                .local_addr()
-                .unwrap_or_else(|error| panic!("read the address of node {node}: {error}"));
+            let port = match port_base {
+                Some(base) => u16::try_from(node)
+                    .ok()
+                    .and_then(|offset| base.checked_add(offset))
+                    .ok_or_else(|| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            format!("no port {base} + {node} for node {node}"),
+                        )
+                    })?,
+                None => 0,
+            };
+            let bound = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await;
+            let listener = bound.map_err(|error| {
+                io::Error::new(
+                    error.kind(),
+                    format!("bind 127.0.0.1:{port} for node {node}: {error}"),
+                )
+            })?;
+            let addr = listener.local_addr()?;
             state.set_node_addr(node, addr);
             listeners.push(listener);
             runtimes.push(NodeRuntime {
@@ -140,7 +178,7 @@ impl TestCluster {
             let task = tokio::spawn(accept_loop(Arc::clone(&shared), node, listener));
             *lock(&shared.node(node).listener) = Some(task);
         }
-        TestCluster { shared }
+        Ok(TestCluster { shared })
     }
 
     /// Addresses of all nodes, in roster order.
