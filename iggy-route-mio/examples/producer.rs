@@ -1,27 +1,30 @@
 //! Sends keyed messages to a topic from several threads that share one blocking client,
-//! creating the stream and topic if needed; then streams more through a background
-//! producer, which batches them; then prints the client's counters.
+//! creating the stream and topic if needed, and prints which node admitted each
+//! partition's sends and the client's counters.
+//!
+//! Against the test cluster, with every partition's primary on a different node:
 //!
 //! ```text
-//! cargo run -p iggy-route-mio --example mio-producer -- iggy://iggy:iggy@127.0.0.1:8090
+//! cargo run --release -p iggy-route-tests --bin iggy-route-test-cluster -- --split --port-base 8090
+//! cargo run -p iggy-route-mio --example mio-producer
 //! ```
+//!
+//! The connection string is the first argument, else `IGGY_CONNECTION_STRING`, else
+//! `iggy://iggy:iggy@127.0.0.1:8090,127.0.0.1:8091,127.0.0.1:8092` (the test cluster's
+//! with `--port-base 8090`).
 
 use std::time::Instant;
 
-use iggy_route_mio::{BackgroundConfig, Client, ClientError, Message, Partitioning};
+use iggy_route_mio::{Client, ClientError, Message, Partitioning};
 
 const STREAM: &str = "example-stream";
 const TOPIC: &str = "example-topic";
 const PARTITIONS: u32 = 3;
 const THREADS: u32 = 4;
 const MESSAGES_PER_THREAD: u32 = 25;
-const STREAMED: u32 = 10_000;
 
 fn main() -> Result<(), ClientError> {
-    let connection_string = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "iggy://iggy:iggy@127.0.0.1:8090".to_owned());
-    let client = Client::from_connection_string(&connection_string)?;
+    let client = Client::from_connection_string(&connection_string())?;
 
     if client.get_stream(STREAM)?.is_none() {
         client.create_stream(STREAM)?;
@@ -50,41 +53,11 @@ fn main() -> Result<(), ClientError> {
         started.elapsed()
     );
 
-    // A background producer: `send` only buffers; batches go out in order, and the sends
-    // queued for one partition ride one frame.
-    let producer = client
-        .producer(STREAM, TOPIC)?
-        .partitioning(Partitioning::Balanced)
-        .background(BackgroundConfig::default())
-        .build()?;
-    let started = Instant::now();
-    let mut last = None;
-    for index in 0..STREAMED {
-        let message = Message {
-            payload: format!("event {index}").into(),
-            ..Message::default()
-        };
-        last = Some(producer.send(vec![message])?);
-    }
-    if let Some(delivery) = last {
-        match delivery.wait() {
-            Ok(receipt) => println!(
-                "last event: partition {} offset {:?}",
-                receipt.partition_id, receipt.base_offset
-            ),
-            Err(failure) => println!("last event failed: {}", failure.error),
-        }
-    }
-    if let Err(error) = producer.flush() {
-        println!("flush: {error}");
-    }
+    let stats = client.stats();
     println!(
-        "streamed {STREAMED} messages in {:?}: {:?}",
-        started.elapsed(),
-        producer.stats()
+        "refusals {}, session moves {}, lookups {}",
+        stats.refusals, stats.session_moves, stats.lookups
     );
-    let _ = producer.shutdown();
-    println!("{:?}", client.stats());
     client.shutdown();
     Ok(())
 }
@@ -98,12 +71,20 @@ fn produce(client: &Client, thread: u32) -> Result<(), ClientError> {
             ..Message::default()
         };
         let receipt = client.send(STREAM, TOPIC, key, vec![message])?;
-        if index == 0 {
+        if index == 0 || index + 1 == MESSAGES_PER_THREAD {
             println!(
-                "thread {thread}: partition {} offset {:?} on {}",
+                "thread {thread}: partition {} offset {:?}, admitted by {}",
                 receipt.partition_id, receipt.base_offset, receipt.node
             );
         }
     }
     Ok(())
+}
+
+/// The first argument, else `IGGY_CONNECTION_STRING`, else the test cluster on 8090.
+fn connection_string() -> String {
+    std::env::args()
+        .nth(1)
+        .or_else(|| std::env::var("IGGY_CONNECTION_STRING").ok())
+        .unwrap_or_else(|| "iggy://iggy:iggy@127.0.0.1:8090,127.0.0.1:8091,127.0.0.1:8092".into())
 }

@@ -1,9 +1,14 @@
 //! Reads every partition of the producer example's topic from the start, storing the
 //! consumer offset as it goes.
 //!
+//! After the producer example, against the test cluster started with `--port-base 8090`:
+//!
 //! ```text
-//! cargo run -p iggy-route-tokio --example tokio-consumer -- iggy://iggy:iggy@127.0.0.1:8090
+//! cargo run -p iggy-route-tokio --example tokio-consumer
 //! ```
+//!
+//! The connection string is the first argument, else `IGGY_CONNECTION_STRING`, else
+//! `iggy://iggy:iggy@127.0.0.1:8090,127.0.0.1:8091,127.0.0.1:8092`.
 
 use iggy_route_tokio::{Client, ClientError, Consumer, ConsumerKind, Identifier, PollingStrategy};
 
@@ -13,10 +18,7 @@ const BATCH: u32 = 100;
 
 #[tokio::main]
 async fn main() -> Result<(), ClientError> {
-    let connection_string = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "iggy://iggy:iggy@127.0.0.1:8090".to_owned());
-    let client = Client::from_connection_string(&connection_string).await?;
+    let client = Client::from_connection_string(&connection_string()).await?;
     let Some(topic) = client.get_topic(STREAM, TOPIC).await? else {
         println!("no topic {STREAM}/{TOPIC}: run the producer example first");
         return Ok(());
@@ -56,4 +58,12 @@ async fn main() -> Result<(), ClientError> {
     }
     client.shutdown().await;
     Ok(())
+}
+
+/// The first argument, else `IGGY_CONNECTION_STRING`, else the test cluster on 8090.
+fn connection_string() -> String {
+    std::env::args()
+        .nth(1)
+        .or_else(|| std::env::var("IGGY_CONNECTION_STRING").ok())
+        .unwrap_or_else(|| "iggy://iggy:iggy@127.0.0.1:8090,127.0.0.1:8091,127.0.0.1:8092".into())
 }

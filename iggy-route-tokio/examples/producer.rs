@@ -1,28 +1,30 @@
-//! Sends keyed messages to a topic, creating the stream and topic if needed, one `send` at
-//! a time; then streams more through a background producer, which batches them; then
-//! prints the client's counters.
+//! Sends keyed messages to a topic one `send` at a time, creating the stream and topic if
+//! needed, and prints which node admitted each partition's sends and the client's counters.
+//!
+//! Against the test cluster, with every partition's primary on a different node:
 //!
 //! ```text
-//! cargo run -p iggy-route-tokio --example tokio-producer -- iggy://iggy:iggy@127.0.0.1:8090
+//! cargo run --release -p iggy-route-tests --bin iggy-route-test-cluster -- --split --port-base 8090
+//! cargo run -p iggy-route-tokio --example tokio-producer
 //! ```
+//!
+//! The connection string is the first argument, else `IGGY_CONNECTION_STRING`, else
+//! `iggy://iggy:iggy@127.0.0.1:8090,127.0.0.1:8091,127.0.0.1:8092` (the test cluster's
+//! with `--port-base 8090`).
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
-use iggy_route_tokio::{BackgroundConfig, Client, ClientError, Message, Partitioning};
+use iggy_route_tokio::{Client, ClientError, Message, Partitioning};
 
 const STREAM: &str = "example-stream";
 const TOPIC: &str = "example-topic";
 const PARTITIONS: u32 = 3;
-const MESSAGES: u32 = 100;
-const STREAMED: u32 = 10_000;
+const MESSAGES: u32 = 300;
 
 #[tokio::main]
 async fn main() -> Result<(), ClientError> {
-    let connection_string = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "iggy://iggy:iggy@127.0.0.1:8090".to_owned());
-    let client = Client::from_connection_string(&connection_string).await?;
-
+    let client = Client::from_connection_string(&connection_string()).await?;
     if client.get_stream(STREAM).await?.is_none() {
         client.create_stream(STREAM).await?;
     }
@@ -31,6 +33,8 @@ async fn main() -> Result<(), ClientError> {
     }
 
     let started = Instant::now();
+    // Partition -> (node that admitted its sends, messages).
+    let mut admitted = BTreeMap::new();
     for index in 0..MESSAGES {
         // Messages with one key always land in one partition, in order.
         let key = Partitioning::messages_key(format!("customer-{}", index % 10).into_bytes())?;
@@ -39,50 +43,29 @@ async fn main() -> Result<(), ClientError> {
             ..Message::default()
         };
         let receipt = client.send(STREAM, TOPIC, key, vec![message]).await?;
-        if index % 25 == 0 {
-            println!(
-                "message {index}: partition {} offset {:?} on {}",
-                receipt.partition_id, receipt.base_offset, receipt.node
-            );
-        }
+        let entry = admitted
+            .entry(receipt.partition_id)
+            .or_insert((receipt.node, 0));
+        entry.0 = receipt.node;
+        entry.1 += receipt.messages;
     }
     println!("sent {MESSAGES} messages in {:?}", started.elapsed());
-
-    // A background producer: `send` only buffers; batches go out in order, and the sends
-    // queued for one partition ride one frame.
-    let producer = client
-        .producer(STREAM, TOPIC)?
-        .partitioning(Partitioning::Balanced)
-        .background(BackgroundConfig::default())
-        .build()?;
-    let started = Instant::now();
-    let mut last = None;
-    for index in 0..STREAMED {
-        let message = Message {
-            payload: format!("event {index}").into(),
-            ..Message::default()
-        };
-        last = Some(producer.send(vec![message]).await?);
+    for (partition, (node, messages)) in admitted {
+        println!("partition {partition}: {messages} messages, admitted by {node}");
     }
-    if let Some(delivery) = last {
-        match delivery.await {
-            Ok(receipt) => println!(
-                "last event: partition {} offset {:?}",
-                receipt.partition_id, receipt.base_offset
-            ),
-            Err(failure) => println!("last event failed: {}", failure.error),
-        }
-    }
-    if let Err(error) = producer.flush().await {
-        println!("flush: {error}");
-    }
+    let stats = client.stats();
     println!(
-        "streamed {STREAMED} messages in {:?}: {:?}",
-        started.elapsed(),
-        producer.stats()
+        "refusals {}, session moves {}, lookups {}",
+        stats.refusals, stats.session_moves, stats.lookups
     );
-    let _ = producer.shutdown().await;
-    println!("{:?}", client.stats());
     client.shutdown().await;
     Ok(())
+}
+
+/// The first argument, else `IGGY_CONNECTION_STRING`, else the test cluster on 8090.
+fn connection_string() -> String {
+    std::env::args()
+        .nth(1)
+        .or_else(|| std::env::var("IGGY_CONNECTION_STRING").ok())
+        .unwrap_or_else(|| "iggy://iggy:iggy@127.0.0.1:8090,127.0.0.1:8091,127.0.0.1:8092".into())
 }

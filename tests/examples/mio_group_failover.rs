@@ -6,8 +6,8 @@
 //! moves and lost memberships.
 //!
 //! ```text
-//! cargo run --release -p iggy-route-tests --example mio-group-consumer
-//! cargo run --release -p iggy-route-tests --example mio-group-consumer -- --cluster iggy://iggy:iggy@127.0.0.1:28090,127.0.0.1:28091,127.0.0.1:28092
+//! cargo run --release -p iggy-route-tests --example mio-group-failover
+//! cargo run --release -p iggy-route-tests --example mio-group-failover -- --cluster iggy://iggy:iggy@127.0.0.1:28090,127.0.0.1:28091,127.0.0.1:28092
 //! ```
 
 use std::sync::Arc;
