@@ -367,3 +367,100 @@ fn a_given_port_base_is_where_the_nodes_listen() {
         format!("iggy://iggy:iggy@127.0.0.1:{base}")
     );
 }
+
+/// The built binary, run as a user runs it.
+fn binary() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_iggy-route-test-cluster"))
+}
+
+/// Waits at most `limit` for `child` to exit; kills it past that.
+fn wait_bounded(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("the binary did not exit within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_binary_serves_its_printed_connection_string_and_stops_on_time() {
+    use std::io::BufRead as _;
+    let mut child = binary()
+        .args([
+            "--nodes",
+            "2",
+            "--split",
+            "--partitions",
+            "2",
+            "--seconds",
+            "5",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut connection_string = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if let Some(found) = line.strip_prefix("connection string: ") {
+            connection_string = Some(found.to_owned());
+        }
+        if line.starts_with("running for") {
+            break;
+        }
+    }
+    let connection_string = connection_string.unwrap();
+    let client = iggy_route_mio::Client::from_connection_string(&connection_string).unwrap();
+    for partition in 0..2 {
+        let receipt = client
+            .send(
+                "example-stream",
+                "example-topic",
+                Partitioning::partition_id(partition),
+                vec![Message {
+                    payload: "from outside".into(),
+                    ..Message::default()
+                }],
+            )
+            .unwrap();
+        assert_eq!(receipt.node, NodeId(partition), "partition {partition}");
+    }
+    client.shutdown();
+    let status = wait_bounded(&mut child, std::time::Duration::from_secs(20));
+    assert!(status.success(), "{status}");
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert_eq!(rest, vec!["stopped".to_owned()]);
+}
+
+#[test]
+fn the_binary_exits_with_2_on_bad_arguments() {
+    for line in [
+        &["--nodes", "1", "--split"][..],
+        &["--nodes", "9"],
+        &["--partitions", "0"],
+        &["--nodes", "3", "--port-base", "65534"],
+        &["--seconds", "0"],
+        &["--what"],
+    ] {
+        let mut child = binary()
+            .args(line)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = wait_bounded(&mut child, std::time::Duration::from_secs(10));
+        assert_eq!(status.code(), Some(2), "{line:?}");
+        let mut said = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut said).unwrap();
+        assert!(!said.trim().is_empty(), "{line:?}: nothing said");
+    }
+}
