@@ -50,14 +50,20 @@ async fn run(args: &Args) -> ExitCode {
     }
     // Whoever reads the connection string through a pipe sees it now, not at exit.
     let _ = std::io::stdout().flush();
-    let stop_after = Duration::from_secs(args.seconds.unwrap_or(u64::MAX / 4));
+    let time_up = async {
+        match args.seconds {
+            Some(seconds) => tokio::time::sleep(Duration::from_secs(seconds)).await,
+            // Running until Ctrl-C is what a user asks for without `--seconds`.
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         signal = tokio::signal::ctrl_c() => {
             if let Err(error) = signal {
                 eprintln!("iggy-route-test-cluster: cannot wait for Ctrl-C ({error}); stopping");
             }
         }
-        () = tokio::time::sleep(stop_after) => {}
+        () = time_up => {}
     }
     cluster.shutdown().await;
     println!("stopped");
