@@ -33,7 +33,7 @@ pub struct UpdateTopicRequest {
     /// Its new name (its current one keeps it unchanged).
     pub name: Name,
     /// Raw options block (unprefixed); [`TopicUpdateOptions::to_bytes`] builds it and
-    /// [`TopicUpdateOptions::parse`] reads it.
+    /// `TopicUpdateOptions::parse` (the server half of the codec) reads it.
     pub options: Bytes,
 }
 
