@@ -152,7 +152,7 @@ impl Router {
     fn login_reply(&mut self, now: Instant, link_id: LinkId, header: &ReplyHeader, body: Bytes) {
         let payload = match reply_payload(header, body) {
             Ok(payload) => payload,
-            Err(ReplyError::Status(code) | ReplyError::Rejected(code)) if is_transient(code) => {
+            Err(ReplyError::Status(code) | ReplyError::Rejected(code)) if code.is_transient() => {
                 // The login never left the node, which is reachable but cannot register a
                 // session now (its metadata plane is electing): sign in there again after
                 // a backoff, without moving the session for it.
@@ -191,13 +191,7 @@ impl Router {
     /// session fails with the server's reason, and the node backs off before the next try.
     pub(super) fn sign_in_failed(&mut self, now: Instant, link_id: LinkId, code: ErrorCode) {
         warn!(link = %link_id, %code, "sign-in refused");
-        let fatal = matches!(
-            code,
-            ErrorCode::InvalidCredentials
-                | ErrorCode::InvalidPersonalAccessToken
-                | ErrorCode::IncompatibleProtocolVersion
-                | ErrorCode::InvalidFormat
-        );
+        let fatal = code.is_fatal_to_sign_in();
         if let Some(link) = self.links.get(&link_id) {
             let node = link.node;
             let event = crate::event::Event::SignInRefused { node, code, fatal };
@@ -259,15 +253,9 @@ impl Router {
         let payload = match reply_payload(header, body) {
             Ok(payload) => payload,
             Err(ReplyError::Status(code) | ReplyError::Rejected(code)) => {
-                let unsupported = matches!(
-                    code,
-                    ErrorCode::InvalidCommand
-                        | ErrorCode::FeatureUnavailable
-                        | ErrorCode::Unauthorized
-                );
-                return if unsupported {
+                return if code.is_unsupported() {
                     Some(RouteAnswer::Unsupported)
-                } else if is_session_lost(code) {
+                } else if code.is_session_lost() {
                     None
                 } else if code.is_not_found() {
                     Some(RouteAnswer::Failed(RequestError::Server { code }))
@@ -519,9 +507,9 @@ impl Router {
         code: ErrorCode,
         maybe_applied: bool,
     ) -> Attempt {
-        if code == ErrorCode::TransientNotAccepted {
+        if code.is_refusal() {
             Attempt::Refused
-        } else if is_session_lost(code) {
+        } else if code.is_session_lost() {
             // This frame was never processed under a live session: sign in again and send
             // anew, unless an earlier copy was answered 57 and may commit, or this is the
             // second session in a row it found gone.
@@ -606,13 +594,6 @@ impl Router {
     }
 }
 
-fn is_transient(code: ErrorCode) -> bool {
-    matches!(
-        code,
-        ErrorCode::TransientNotAccepted | ErrorCode::TransientNotCommitted
-    )
-}
-
 /// "Not committed yet" (57): on the status channel, or, for a result-framed operation (a
 /// metadata write in flight or not caught up on the leader), in the result section. Either
 /// way the outcome is unknown and only a replay of the same bytes is safe.
@@ -625,14 +606,9 @@ fn not_committed(header: &ReplyHeader, body: &[u8]) -> bool {
         && matches!(crate::wire::split_result(body), Ok(Err(found)) if found == code)
 }
 
-/// 40 / 30: the frame was not processed under a live session.
-fn is_session_lost(code: ErrorCode) -> bool {
-    matches!(code, ErrorCode::Unauthenticated | ErrorCode::StaleClient)
-}
-
-/// A reply whose status says the session is gone (see [`is_session_lost`]).
+/// A reply whose status says the session is gone (see [`ErrorCode::is_session_lost`]).
 fn session_lost(header: &ReplyHeader) -> bool {
-    header.status != 0 && is_session_lost(ErrorCode::from_u32(header.status))
+    header.status != 0 && ErrorCode::from_u32(header.status).is_session_lost()
 }
 
 fn topic_answer(header: &ReplyHeader, body: Bytes) -> TopicAnswer {
