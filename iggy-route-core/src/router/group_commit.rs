@@ -124,8 +124,7 @@ impl Router {
             CommitStep::OnLeader => match payload {
                 // The leader leads the partition (now): it stored the offset itself.
                 Ok(_) => self.commit_done(now, request, node),
-                Err(ReplyError::Status(code) | ReplyError::Rejected(code)) if code.is_refusal() =>
-                {
+                Err(ReplyError::Status(code) | ReplyError::Rejected(code)) if code.is_refusal() => {
                     let named = match self.named_by_refusal(Attempt::Refused, node, header) {
                         Attempt::RefusedNaming(primary) => Some((primary, header.view)),
                         Attempt::Done(_)

@@ -19,6 +19,7 @@
 //! each with its own login; sends go there and carry that link's identity, and routed
 //! polls and offset writes first attach the coordinator's consumer session (14).
 
+mod classify;
 pub(crate) mod encode;
 mod frames;
 mod group_commit;
@@ -27,7 +28,9 @@ mod link;
 mod link_table;
 mod membership;
 mod node;
+mod replies;
 mod requests;
+mod roster;
 mod service;
 mod session_loss;
 mod timer;
@@ -49,6 +52,7 @@ use crate::routing::{Routing, RoutingCommands, Target};
 
 use link_table::LinkTable;
 use node::Node;
+use roster::Roster;
 
 /// Why the transport could not open a connection.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -189,9 +193,9 @@ pub struct Router {
     outputs: VecDeque<Output>,
     stats: Stats,
     closed: bool,
-    /// The roster's nodes in its order, which is the replicas' order: a refusal's `view`
-    /// names replica `view % len` (`None` where an entry has no usable address).
-    replica_order: Vec<Option<NodeId>>,
+    /// The roster's nodes in the replicas' order: what a refusal's `view` and a reply's
+    /// `replica` are read against.
+    roster: Roster,
     /// The consumer groups we joined, each held by its member link's identity.
     memberships: BTreeMap<membership::GroupKey, membership::Membership>,
     /// Leaves and group offset writes waiting for their member link to be idle (see
@@ -231,7 +235,7 @@ impl Router {
             outputs: VecDeque::new(),
             stats: Stats::default(),
             closed: false,
-            replica_order: Vec::new(),
+            roster: Roster::default(),
             memberships: BTreeMap::new(),
             member_waiting: Vec::new(),
         };
@@ -402,10 +406,7 @@ impl Router {
     /// The server's replica id of `node` (its place in the roster), once the roster has
     /// been read.
     pub fn replica_of(&self, node: NodeId) -> Option<u32> {
-        self.replica_order
-            .iter()
-            .position(|entry| *entry == Some(node))
-            .and_then(|at| u32::try_from(at).ok())
+        self.roster.replica_of(node)
     }
 
     /// The node that carries the session now.
