@@ -190,7 +190,7 @@ impl Router {
                         // Served and committed by `primary`: confirm it still leads.
                         debug!(request = %request, %primary, offset, "commit poll served; confirming the primary");
                         self.commit_step(request, CommitStep::OnLeader, commit.named);
-                        self.member_waiting.push((request, commit.routed));
+                        self.groups.wait(request, commit.routed);
                     }
                     Ok(polled) => {
                         let code = if polled.partition_id == u32::MAX {

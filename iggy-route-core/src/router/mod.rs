@@ -23,6 +23,7 @@ mod classify;
 pub(crate) mod encode;
 mod frames;
 mod group_commit;
+mod groups;
 mod lifecycle;
 mod link;
 mod link_table;
@@ -50,6 +51,7 @@ use crate::request::{Outcome, Request, SubmitError};
 use crate::rng::Rng;
 use crate::routing::{Routing, RoutingCommands, Target};
 
+use groups::Groups;
 use link_table::LinkTable;
 use node::Node;
 use roster::Roster;
@@ -196,11 +198,8 @@ pub struct Router {
     /// The roster's nodes in the replicas' order: what a refusal's `view` and a reply's
     /// `replica` are read against.
     roster: Roster,
-    /// The consumer groups we joined, each held by its member link's identity.
-    memberships: BTreeMap<membership::GroupKey, membership::Membership>,
-    /// Leaves and group offset writes waiting for their member link to be idle (see
-    /// `Router::group_detour`).
-    member_waiting: Vec<(RequestId, Target)>,
+    /// The consumer groups we joined, and the requests waiting for their member link.
+    groups: Groups,
 }
 
 impl Router {
@@ -236,8 +235,7 @@ impl Router {
             stats: Stats::default(),
             closed: false,
             roster: Roster::default(),
-            memberships: BTreeMap::new(),
-            member_waiting: Vec::new(),
+            groups: Groups::default(),
         };
         router.run_turns(now);
         router.refile_links();

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use tracing::debug;
 
 use super::classify::{self, StatusClass, decode_reply};
+use super::groups::GroupRole;
 use super::link::{Attachment, Job};
-use super::membership::{self, GroupRole};
 use super::{CoordJob, Router};
 use crate::event::ProtocolViolation;
 use crate::ids::{LinkId, NodeId, RequestId};
@@ -68,7 +68,7 @@ impl Router {
             return;
         };
         let metadata_op = header.operation.is_metadata();
-        let group_role = membership::group_role(&entry.request);
+        let group_role = entry.group.clone();
         if entry.group_commit.is_some() {
             self.group_commit_reply(now, link_id, request, header, body);
             return;
@@ -131,9 +131,8 @@ impl Router {
         if let Some(link) = self.links.get_mut(&link_id) {
             link.membership_write = None;
         }
-        if let (Attempt::Done(crate::routing::Served::Stranger), Some(GroupRole::AsMember(key))) =
+        if let (Attempt::Done(crate::routing::Served::Stranger), Some(GroupRole::Sync(key))) =
             (&attempt, &group_role)
-            && self.is_sync(request)
             && !self.routing.own_write_unsettled(now)
         {
             self.membership_ended(now, key);

@@ -8,8 +8,8 @@ use std::collections::VecDeque;
 use tracing::debug;
 
 use super::group_commit::{self, CommitStep};
+use super::groups::Detour;
 use super::link::{Attachment, InFlight, Job, Link, LinkState, Sealed};
-use super::membership::{self, Detour, GroupRole};
 use super::{CoordJob, Output, Router, encode};
 use crate::event::LinkRole;
 use crate::ids::{LinkId, NodeId, RequestId};
@@ -189,7 +189,7 @@ impl Router {
     /// requests wait and the pool has room: one new link per node per wave, nodes in id
     /// order, at most a pool's worth of waves.
     fn serve_nodes(&mut self, now: Instant) {
-        if !self.member_waiting.is_empty() {
+        if self.groups.has_waiting() {
             self.serve_member_waiting(now);
         }
         let waves = self.config.data_links_per_node.max(1);
@@ -319,19 +319,21 @@ impl Router {
         };
         // A consumer group's sync and polls carry the member's id (see `membership`); so
         // does the commit poll of a group's offset write (see `group_commit`).
-        let commit_poll = match entry.group_commit.map(|commit| commit.step) {
-            Some(CommitStep::PollOn(_)) => group_commit::commit_poll(&entry.request),
-            Some(CommitStep::OnLeader) | None => None,
-        };
-        let in_steps = entry.group_commit.is_some();
-        let membership_write = match membership::group_role(&entry.request) {
-            Some(role @ (GroupRole::Join(_) | GroupRole::Leave(_))) => Some(role),
-            Some(GroupRole::AsMember(_) | GroupRole::Commit(_)) | None => None,
-        };
-        let speak_for = match &commit_poll {
-            Some(poll) => self.speaks_for(poll),
-            None => self.speaks_for(&entry.request),
-        };
+        let (mut commit_poll, mut in_steps, mut membership_write, mut speak_for) =
+            (None, false, None, None);
+        if let Some(role) = &entry.group {
+            commit_poll = match entry.group_commit.map(|commit| commit.step) {
+                Some(CommitStep::PollOn(_)) => group_commit::commit_poll(&entry.request),
+                Some(CommitStep::OnLeader) | None => None,
+            };
+            in_steps = entry.group_commit.is_some();
+            membership_write = role.is_membership_write().then(|| role.clone());
+            speak_for = match commit_poll {
+                // The commit poll speaks for the member of the group whose offset it writes.
+                Some(_) => self.groups.get(role.key()).map(|m| m.member),
+                None => self.groups.speaks_for(role),
+            };
+        }
         // The routed forms (an auto-commit poll as 104, an offset write after an attach) on
         // data links of clusters with routing commands; a plain poll is a plain 100 anywhere,
         // and so is a member's group poll (the attachment would make it the session's).
