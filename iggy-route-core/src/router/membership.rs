@@ -45,8 +45,8 @@ impl Router {
     }
 
     /// Whether a sync we sent as a member was answered as to a stranger: no assignment.
-    pub(super) fn answered_as_stranger(&self, role: Option<&GroupRole>, reply: &Reply) -> bool {
-        let Some(GroupRole::Sync(key) | GroupRole::AsMember(key)) = role else {
+    pub(super) fn answered_as_stranger(&self, role: &GroupRole, reply: &Reply) -> bool {
+        let (GroupRole::Sync(key) | GroupRole::AsMember(key)) = role else {
             return false;
         };
         if !self.groups.is_member(key) {
@@ -167,6 +167,25 @@ impl Router {
             .handle_result(now, request, target, Attempt::Done(Served::Plain));
     }
 
+    /// A request of a group was answered on `link` with `attempt`: a sync answered as to a
+    /// stranger past our own join's settle window ends the membership, and a join or a
+    /// leave may report another attempt (see [`Router::group_answered`]).
+    pub(super) fn group_replied(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        (request, role): (RequestId, GroupRole),
+        attempt: Attempt,
+    ) -> Attempt {
+        if let (Attempt::Done(Served::Stranger), GroupRole::Sync(key)) = (&attempt, &role)
+            && !self.routing.own_write_unsettled(now)
+        {
+            self.membership_ended(now, key);
+        }
+        self.group_answered(now, link, (request, role), &attempt)
+            .unwrap_or(attempt)
+    }
+
     /// A join or a leave was answered on `link` with `attempt`. Returns the attempt to
     /// report instead, if any:
     /// - a join admitted on a data link makes it the group's member link; a join of a
@@ -175,15 +194,15 @@ impl Router {
     ///   membership is over;
     /// - a leave on the member link is done, whatever the answer: not admitted there, it is
     ///   made by closing the link, which ends the membership.
-    pub(super) fn group_answered(
+    fn group_answered(
         &mut self,
         now: Instant,
         link: LinkId,
-        (request, role): (RequestId, Option<GroupRole>),
+        (request, role): (RequestId, GroupRole),
         attempt: &Attempt,
     ) -> Option<Attempt> {
         let on_member_link = |router: &Self, key: &GroupKey| router.groups.held_on(key, link);
-        match role? {
+        match role {
             GroupRole::Join(key) if on_member_link(self, &key) => match attempt {
                 Attempt::Done(_) | Attempt::Refused | Attempt::RefusedNaming(_) => {
                     self.set_reply(request, done());
@@ -272,7 +291,7 @@ impl Router {
     /// explain it (past the settle window): the membership is over on the server (the
     /// group, its topic or its stream was deleted, or the server ended it). Closing the
     /// member link makes sure of it, and counts it lost.
-    pub(super) fn membership_ended(&mut self, now: Instant, key: &GroupKey) {
+    fn membership_ended(&mut self, now: Instant, key: &GroupKey) {
         let Some(membership) = self.groups.get(key) else {
             return;
         };

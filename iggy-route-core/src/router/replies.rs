@@ -8,7 +8,6 @@ use bytes::Bytes;
 use tracing::debug;
 
 use super::classify::{self, StatusClass, decode_reply};
-use super::groups::GroupRole;
 use super::link::{Attachment, Job};
 use super::{CoordJob, Router};
 use crate::event::ProtocolViolation;
@@ -68,8 +67,10 @@ impl Router {
             return;
         };
         let metadata_op = header.operation.is_metadata();
+        // Kept from its acceptance: a request of no group (a plain send) passes no group
+        // step below.
         let group_role = entry.group.clone();
-        if entry.group_commit.is_some() {
+        if group_role.is_some() && entry.group_commit.is_some() {
             self.group_commit_reply(now, link_id, request, header, body);
             return;
         }
@@ -91,7 +92,10 @@ impl Router {
                         }
                     }
                     Ok(reply) => {
-                        let served = if self.answered_as_stranger(group_role.as_ref(), &reply) {
+                        let stranger = group_role
+                            .as_ref()
+                            .is_some_and(|role| self.answered_as_stranger(role, &reply));
+                        let served = if stranger {
                             crate::routing::Served::Stranger
                         } else {
                             reply.served()
@@ -131,15 +135,10 @@ impl Router {
         if let Some(link) = self.links.get_mut(&link_id) {
             link.membership_write = None;
         }
-        if let (Attempt::Done(crate::routing::Served::Stranger), Some(GroupRole::Sync(key))) =
-            (&attempt, &group_role)
-            && !self.routing.own_write_unsettled(now)
-        {
-            self.membership_ended(now, key);
-        }
-        let attempt = self
-            .group_answered(now, link_id, (request, group_role), &attempt)
-            .unwrap_or(attempt);
+        let attempt = match group_role {
+            None => attempt,
+            Some(role) => self.group_replied(now, link_id, (request, role), attempt),
+        };
         self.routing.handle_result(now, request, target, attempt);
     }
 
