@@ -14,7 +14,7 @@ use super::{CoordJob, Output, Router};
 use crate::event::{Event, LinkRole, ProtocolViolation};
 use crate::ids::LinkId;
 use crate::request::RequestError;
-use crate::routing::RouteAnswer;
+use crate::routing::{Roster, RouteAnswer};
 use crate::wire::{
     ClusterMetadata, ErrorCode, Frame, LoginRegisterReply, NodeRole, NodeStatus, PollRouting,
     ReplyError, ReplyHeader, reply_payload,
@@ -221,7 +221,6 @@ impl Router {
             self.routing.roster_unavailable(now);
             return;
         };
-        let mut nodes = Vec::new();
         let mut leader = None;
         let mut replica_order = Vec::with_capacity(roster.nodes.len());
         for entry in &roster.nodes {
@@ -234,9 +233,6 @@ impl Router {
             let Some(node) = node else {
                 continue;
             };
-            if !nodes.contains(&node) {
-                nodes.push(node);
-            }
             // The SDK's rule: the first node that is Leader and Healthy (protocol §3.5).
             if leader.is_none()
                 && entry.role == NodeRole::Leader
@@ -245,8 +241,8 @@ impl Router {
                 leader = Some(node);
             }
         }
-        self.roster.replace(replica_order);
-        self.routing.handle_roster(now, nodes, leader);
+        let roster = Roster::from_replica_order(replica_order);
+        self.routing.handle_roster_read(now, roster, leader);
     }
 
     /// `None` when the coordinator's own session is in doubt (status 40 / 30).

@@ -32,7 +32,6 @@ mod node;
 mod output;
 mod replies;
 mod requests;
-mod roster;
 mod service;
 mod session_loss;
 mod timer;
@@ -56,7 +55,6 @@ use crate::routing::{Routing, RoutingCommands, Target};
 use groups::Groups;
 use link_table::LinkTable;
 use node::Node;
-use roster::Roster;
 
 /// Work for the coordinator link, done one exchange at a time in this order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,9 +96,6 @@ pub struct Router {
     outputs: VecDeque<Output>,
     stats: Stats,
     closed: bool,
-    /// The roster's nodes in the replicas' order: what a refusal's `view` and a reply's
-    /// `replica` are read against.
-    roster: Roster,
     /// The consumer groups we joined, and the requests waiting for their member link.
     groups: Groups,
 }
@@ -137,7 +132,6 @@ impl Router {
             outputs: VecDeque::new(),
             stats: Stats::default(),
             closed: false,
-            roster: Roster::default(),
             groups: Groups::default(),
         };
         router.run_turns(now);
@@ -307,7 +301,7 @@ impl Router {
     /// The server's replica id of `node` (its place in the roster), once the roster has
     /// been read.
     pub fn replica_of(&self, node: NodeId) -> Option<u32> {
-        self.roster.replica_of(node)
+        self.routing.roster().replica_of(node)
     }
 
     /// The node that carries the session now.

@@ -203,7 +203,7 @@ impl Router {
     }
 
     /// A refusal from `node` whose header names another replica as the group's primary
-    /// (see [`super::roster::Roster::named_by_refusal`]) becomes
+    /// (see `Roster::named_by_refusal`, the roster routing reads) becomes
     /// [`Attempt::RefusedNaming`].
     pub(super) fn named_by_refusal(
         &self,
@@ -214,7 +214,8 @@ impl Router {
         if !matches!(attempt, Attempt::Refused) {
             return attempt;
         }
-        match self.roster.named_by_refusal(node, header) {
+        let roster = self.routing.roster();
+        match roster.named_by_refusal(node, header.view, header.replica) {
             Some(named) => Attempt::RefusedNaming(named),
             None => attempt,
         }

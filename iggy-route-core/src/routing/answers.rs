@@ -6,7 +6,7 @@ use std::time::Instant;
 use tracing::debug;
 
 use super::lane::{Lookup, Route};
-use super::{Decision, LaneKey, RouteAnswer, Routing, RoutingCommands};
+use super::{Decision, LaneKey, Roster, RouteAnswer, Routing, RoutingCommands};
 use crate::event::Event;
 use crate::ids::{NodeId, PartitionKey, RequestId};
 use crate::request::RequestError;
@@ -107,9 +107,21 @@ impl Routing {
 
     /// A roster was read: the nodes in roster order and the metadata leader, if it names one.
     pub fn handle_roster(&mut self, now: Instant, nodes: Vec<NodeId>, leader: Option<NodeId>) {
+        let roster = Roster::from_replica_order(nodes.into_iter().map(Some).collect());
+        self.handle_roster_read(now, roster, leader);
+    }
+
+    /// A roster was read, entry by entry (see [`Roster`]), and the metadata leader, if it
+    /// names one.
+    pub(crate) fn handle_roster_read(
+        &mut self,
+        now: Instant,
+        roster: Roster,
+        leader: Option<NodeId>,
+    ) {
         let now = self.clock(now);
         self.roster_fetch_in_flight = false;
-        self.nodes = nodes;
+        self.roster = roster;
         self.leader = leader;
         let key = LaneKey::MetadataLeader;
         match leader {

@@ -287,7 +287,7 @@ impl Routing {
         if !self.config.follow_refusal_view
             || !matches!(key, LaneKey::Partition(_))
             || named == refused_by
-            || !self.nodes.contains(&named)
+            || !self.roster.nodes().contains(&named)
         {
             return;
         }
@@ -336,7 +336,8 @@ impl Routing {
         };
         store
             && self
-                .nodes
+                .roster
+                .nodes()
                 .iter()
                 .any(|other| *other != node && !lane.tried.contains(other))
     }

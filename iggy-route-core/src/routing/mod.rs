@@ -28,6 +28,7 @@ mod facts;
 mod inputs;
 pub(crate) mod lane;
 mod queries;
+mod roster;
 mod settle;
 mod topics;
 mod values;
@@ -46,6 +47,7 @@ use crate::rng::Rng;
 pub use facts::{BatchSize, OwnWrite, PartitionChoice, RequestFacts, RequestKind, Served};
 use lane::Lane;
 pub use lane::LaneKey;
+pub(crate) use roster::Roster;
 use topics::TopicState;
 pub use values::{
     Attempt, Decision, RouteAnswer, RoutingCommands, RoutingTimer, Target, TopicAnswer,
@@ -111,8 +113,9 @@ pub struct Routing {
     topics: BTreeMap<TopicKey, TopicState>,
     timers: BTreeSet<(Instant, TimerKey)>,
     decisions: VecDeque<Decision>,
-    /// Roster in roster order (discovery tries nodes in this order).
-    nodes: Vec<NodeId>,
+    /// The roster as last read: the replicas' order, and the nodes discovery tries in
+    /// that order. The router reads it too (see [`Routing::roster`]).
+    roster: Roster,
     leader: Option<NodeId>,
     roster_fetch_in_flight: bool,
     routing_commands: RoutingCommands,
@@ -140,7 +143,7 @@ impl Routing {
             topics: BTreeMap::new(),
             timers: BTreeSet::new(),
             decisions: VecDeque::new(),
-            nodes: Vec::new(),
+            roster: Roster::default(),
             leader: None,
             roster_fetch_in_flight: false,
             routing_commands: RoutingCommands::Unknown,

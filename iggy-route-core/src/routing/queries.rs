@@ -1,7 +1,7 @@
 //! What the routing layer knows, read without changing it.
 
 use super::lane::Lane;
-use super::{LaneKey, Pending, Routing, RoutingCommands};
+use super::{LaneKey, Pending, Roster, Routing, RoutingCommands};
 use crate::event::Stats;
 use crate::ids::{NodeId, PartitionKey, RequestId, TopicKey};
 
@@ -23,6 +23,11 @@ impl Routing {
             .get(topic)
             .and_then(|t| t.info)
             .map(|(count, _)| count)
+    }
+
+    /// The roster as last read.
+    pub(crate) fn roster(&self) -> &Roster {
+        &self.roster
     }
 
     /// Counters so far.
