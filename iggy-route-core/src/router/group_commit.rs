@@ -124,9 +124,7 @@ impl Router {
             CommitStep::OnLeader => match payload {
                 // The leader leads the partition (now): it stored the offset itself.
                 Ok(_) => self.commit_done(now, request, node),
-                Err(ReplyError::Status(code) | ReplyError::Rejected(code))
-                    if code == ErrorCode::TransientNotAccepted =>
-                {
+                Err(ReplyError::Status(code) | ReplyError::Rejected(code)) if code.is_refusal() => {
                     let named = match self.named_by_refusal(Attempt::Refused, node, header) {
                         Attempt::RefusedNaming(primary) => Some((primary, header.view)),
                         Attempt::Done(_)
@@ -192,7 +190,7 @@ impl Router {
                         // Served and committed by `primary`: confirm it still leads.
                         debug!(request = %request, %primary, offset, "commit poll served; confirming the primary");
                         self.commit_step(request, CommitStep::OnLeader, commit.named);
-                        self.member_waiting.push((request, commit.routed));
+                        self.groups.wait(request, commit.routed);
                     }
                     Ok(polled) => {
                         let code = if polled.partition_id == u32::MAX {

@@ -9,7 +9,7 @@ use crate::event::LinkRole;
 use crate::ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
 use crate::routing::Target;
 
-use super::membership::{GroupKey, GroupRole};
+use super::groups::{GroupKey, GroupRole};
 use super::timer::TimerKind;
 use crate::wire::{FrameDecoder, HEADER_SIZE, Operation, RequestHeader, request_checksum};
 

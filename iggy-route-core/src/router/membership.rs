@@ -16,81 +16,18 @@
 
 use std::time::Instant;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use tracing::{debug, info};
 
 use super::Router;
 use super::group_commit::{CommitStep, GroupCommit};
+use super::groups::{Detour, GroupKey, GroupRole, Membership};
 use super::link::Link;
 use crate::event::LinkRole;
 use crate::ids::{LinkId, RequestId};
-use crate::request::{CommandRequest, Reply, ReplyPayload, Request};
+use crate::request::{Reply, ReplyPayload, Request};
 use crate::routing::{Attempt, Served, Target};
-use crate::wire::{ConsumerGroupRef, ConsumerKind, code};
-
-/// A group as its requests name it: the encoded `[stream][topic][group]` identifiers.
-/// A group named once by id and once by name counts as two groups here (the router does
-/// not resolve names), so a consumer names its group one way throughout.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct GroupKey(Bytes);
-
-impl GroupKey {
-    fn of(group: &ConsumerGroupRef) -> Self {
-        let mut out = BytesMut::with_capacity(group.encoded_len());
-        group.encode(&mut out);
-        Self(out.freeze())
-    }
-}
-
-/// One group we are a member of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Membership {
-    /// The link whose identity joined.
-    pub(super) link: LinkId,
-    /// That identity: what the group's syncs and polls carry in their header.
-    pub(super) member: u128,
-}
-
-/// What a request is to the group layer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum GroupRole {
-    Join(GroupKey),
-    Leave(GroupKey),
-    /// A `SYNC` or a group poll: answered as the member the header names.
-    AsMember(GroupKey),
-    /// A write of the group's offset (see `router::group_commit`).
-    Commit(GroupKey),
-}
-
-/// The group role of a request, if it has one.
-pub(super) fn group_role(request: &Request) -> Option<GroupRole> {
-    match request {
-        Request::Command(CommandRequest { code: op, body, .. }) => {
-            let key = GroupKey(body.clone());
-            match *op {
-                code::JOIN_CONSUMER_GROUP => Some(GroupRole::Join(key)),
-                code::LEAVE_CONSUMER_GROUP => Some(GroupRole::Leave(key)),
-                code::SYNC_CONSUMER_GROUP => Some(GroupRole::AsMember(key)),
-                _ => None,
-            }
-        }
-        Request::Poll(poll) if poll.consumer.kind == ConsumerKind::ConsumerGroup => {
-            Some(GroupRole::AsMember(GroupKey::of(&ConsumerGroupRef {
-                stream: poll.stream.clone(),
-                topic: poll.topic.clone(),
-                group: poll.consumer.id.clone(),
-            })))
-        }
-        Request::StoreOffset(store) if store.consumer.kind == ConsumerKind::ConsumerGroup => {
-            Some(GroupRole::Commit(GroupKey::of(&ConsumerGroupRef {
-                stream: store.stream.clone(),
-                topic: store.topic.clone(),
-                group: store.consumer.id.clone(),
-            })))
-        }
-        Request::Poll(_) | Request::Send(_) | Request::StoreOffset(_) | Request::Admin(_) => None,
-    }
-}
+use crate::wire::ConsumerGroupRef;
 
 /// The answer that completes a join or a leave: the server's own is an empty payload.
 fn done() -> Reply {
@@ -98,36 +35,21 @@ fn done() -> Reply {
 }
 
 impl Router {
-    /// The member id a request's header carries instead of its link's, if any.
-    pub(super) fn speaks_for(&self, request: &Request) -> Option<u128> {
-        match group_role(request)? {
-            GroupRole::AsMember(key) => self.memberships.get(&key).map(|m| m.member),
-            GroupRole::Join(_) | GroupRole::Leave(_) | GroupRole::Commit(_) => None,
-        }
-    }
-
-    /// Whether `request` is a `SYNC_CONSUMER_GROUP`.
-    pub(super) fn is_sync(&self, request: RequestId) -> bool {
-        self.requests.get(&request).is_some_and(|entry| {
-            matches!(&entry.request, Request::Command(c) if c.code == code::SYNC_CONSUMER_GROUP)
-        })
-    }
-
     /// Whether a poll of a group we are a member of asks for auto-commit: such a poll is
     /// written without it, and the offset it read up to is written as the group's offset
     /// write (see `router::group_commit`), since wherever the poll is served the server
     /// would keep the commit to that node (a backup keeps it to itself).
-    pub(super) fn group_auto_commit(&self, request: &Request) -> bool {
+    pub(super) fn group_auto_commit(&self, request: &Request, role: Option<&GroupRole>) -> bool {
         matches!(request, Request::Poll(poll) if poll.auto_commit)
-            && matches!(group_role(request), Some(GroupRole::AsMember(key)) if self.memberships.contains_key(&key))
+            && matches!(role, Some(GroupRole::AsMember(key)) if self.groups.is_member(key))
     }
 
     /// Whether a sync we sent as a member was answered as to a stranger: no assignment.
-    pub(super) fn answered_as_stranger(&self, role: Option<&GroupRole>, reply: &Reply) -> bool {
-        let Some(GroupRole::AsMember(key)) = role else {
+    pub(super) fn answered_as_stranger(&self, role: &GroupRole, reply: &Reply) -> bool {
+        let (GroupRole::Sync(key) | GroupRole::AsMember(key)) = role else {
             return false;
         };
-        if !self.memberships.contains_key(key) {
+        if !self.groups.is_member(key) {
             return false;
         }
         match reply {
@@ -148,10 +70,10 @@ impl Router {
     /// write go on the member link (a second identity joining would become a second
     /// member), waiting while that link is busy (a heartbeat).
     pub(super) fn group_detour(&mut self, request: RequestId, target: Target) -> Option<Detour> {
-        let role = group_role(&self.requests.get(&request)?.request)?;
+        let role = self.requests.get(&request)?.group.clone()?;
         match role {
             GroupRole::Leave(key) => {
-                let member_link = self.memberships.get(&key)?.link;
+                let member_link = self.groups.get(&key)?.link;
                 match self.on_member_link(member_link, request, target) {
                     // Busy (a request whose answer is late, perhaps long past its
                     // caller's deadline): closing the link ends the membership now, and
@@ -161,11 +83,11 @@ impl Router {
                 }
             }
             GroupRole::Join(key) => {
-                let member_link = self.memberships.get(&key)?.link;
+                let member_link = self.groups.get(&key)?.link;
                 Some(self.on_member_link(member_link, request, target))
             }
             GroupRole::Commit(key) => {
-                let member_link = self.memberships.get(&key).map(|m| m.link);
+                let member_link = self.groups.get(&key).map(|m| m.link);
                 let entry = self.requests.get_mut(&request)?;
                 let Some(member_link) = member_link else {
                     // Not (or no longer) a member: written as it is, for the server to fence.
@@ -184,7 +106,7 @@ impl Router {
                 }
                 Some(self.on_member_link(member_link, request, target))
             }
-            GroupRole::AsMember(_) => None,
+            GroupRole::Sync(_) | GroupRole::AsMember(_) => None,
         }
     }
 
@@ -198,7 +120,7 @@ impl Router {
         if self.links.get(&member_link).is_some_and(Link::is_idle) {
             Detour::Link(member_link)
         } else {
-            self.member_waiting.push((request, target));
+            self.groups.wait(request, target);
             Detour::Waiting
         }
     }
@@ -207,21 +129,18 @@ impl Router {
     /// whose membership ended meanwhile goes on as routing placed it (a leave is answered as
     /// done: the membership ended with its link).
     pub(super) fn serve_member_waiting(&mut self, now: Instant) {
-        let waiting = std::mem::take(&mut self.member_waiting);
+        let waiting = self.groups.take_waiting();
         for (request, target) in waiting {
-            let role = self
-                .requests
-                .get(&request)
-                .and_then(|e| group_role(&e.request));
+            let role = self.requests.get(&request).and_then(|e| e.group.clone());
             let key = match &role {
                 Some(GroupRole::Join(key) | GroupRole::Leave(key) | GroupRole::Commit(key)) => key,
-                Some(GroupRole::AsMember(_)) | None => {
+                Some(GroupRole::Sync(_) | GroupRole::AsMember(_)) | None => {
                     // Over (its deadline), or never a member link's: released as not sent.
                     self.unsent.push((request, target));
                     continue;
                 }
             };
-            match self.memberships.get(key).map(|m| m.link) {
+            match self.groups.get(key).map(|m| m.link) {
                 None if matches!(role, Some(GroupRole::Leave(_))) => {
                     self.answer_leave(now, request, target);
                 }
@@ -235,7 +154,7 @@ impl Router {
                 Some(link) if self.links.get(&link).is_some_and(Link::is_idle) => {
                     self.write_request(now, link, request, target);
                 }
-                Some(_) => self.member_waiting.push((request, target)),
+                Some(_) => self.groups.wait(request, target),
             }
         }
     }
@@ -248,6 +167,25 @@ impl Router {
             .handle_result(now, request, target, Attempt::Done(Served::Plain));
     }
 
+    /// A request of a group was answered on `link` with `attempt`: a sync answered as to a
+    /// stranger past our own join's settle window ends the membership, and a join or a
+    /// leave may report another attempt (see [`Router::group_answered`]).
+    pub(super) fn group_replied(
+        &mut self,
+        now: Instant,
+        link: LinkId,
+        (request, role): (RequestId, GroupRole),
+        attempt: Attempt,
+    ) -> Attempt {
+        if let (Attempt::Done(Served::Stranger), GroupRole::Sync(key)) = (&attempt, &role)
+            && !self.routing.own_write_unsettled(now)
+        {
+            self.membership_ended(now, key);
+        }
+        self.group_answered(now, link, (request, role), &attempt)
+            .unwrap_or(attempt)
+    }
+
     /// A join or a leave was answered on `link` with `attempt`. Returns the attempt to
     /// report instead, if any:
     /// - a join admitted on a data link makes it the group's member link; a join of a
@@ -256,17 +194,15 @@ impl Router {
     ///   membership is over;
     /// - a leave on the member link is done, whatever the answer: not admitted there, it is
     ///   made by closing the link, which ends the membership.
-    pub(super) fn group_answered(
+    fn group_answered(
         &mut self,
         now: Instant,
         link: LinkId,
-        (request, role): (RequestId, Option<GroupRole>),
+        (request, role): (RequestId, GroupRole),
         attempt: &Attempt,
     ) -> Option<Attempt> {
-        let on_member_link = |router: &Self, key: &GroupKey| {
-            router.memberships.get(key).is_some_and(|m| m.link == link)
-        };
-        match role? {
+        let on_member_link = |router: &Self, key: &GroupKey| router.groups.held_on(key, link);
+        match role {
             GroupRole::Join(key) if on_member_link(self, &key) => match attempt {
                 Attempt::Done(_) | Attempt::Refused | Attempt::RefusedNaming(_) => {
                     self.set_reply(request, done());
@@ -290,7 +226,7 @@ impl Router {
                     member: member.client_id,
                 };
                 info!(%link, node = %member.node, "joined a consumer group; the link is its member link");
-                self.memberships.insert(key, membership);
+                self.groups.joined(key, membership);
                 None
             }
             GroupRole::Leave(key) if on_member_link(self, &key) => {
@@ -302,8 +238,8 @@ impl Router {
                 self.set_reply(request, done());
                 Some(Attempt::Done(Served::Plain))
             }
-            GroupRole::Join(_) | GroupRole::Leave(_) | GroupRole::AsMember(_) => None,
-            GroupRole::Commit(_) => None,
+            GroupRole::Join(_) | GroupRole::Leave(_) => None,
+            GroupRole::Sync(_) | GroupRole::AsMember(_) | GroupRole::Commit(_) => None,
         }
     }
 
@@ -315,7 +251,7 @@ impl Router {
 
     /// Forgets a membership; its link goes back to the pool.
     fn drop_membership(&mut self, key: &GroupKey) {
-        if let Some(membership) = self.memberships.remove(key)
+        if let Some(membership) = self.groups.forget(key)
             && let Some(link) = self.links.get_mut(&membership.link)
         {
             link.member_of = None;
@@ -346,8 +282,8 @@ impl Router {
                     self.close_by_choice(now, link);
                 }
             }
-            GroupRole::Join(_) | GroupRole::Leave(_) | GroupRole::AsMember(_) => {}
-            GroupRole::Commit(_) => {}
+            GroupRole::Join(_) | GroupRole::Leave(_) => {}
+            GroupRole::Sync(_) | GroupRole::AsMember(_) | GroupRole::Commit(_) => {}
         }
     }
 
@@ -355,8 +291,8 @@ impl Router {
     /// explain it (past the settle window): the membership is over on the server (the
     /// group, its topic or its stream was deleted, or the server ended it). Closing the
     /// member link makes sure of it, and counts it lost.
-    pub(super) fn membership_ended(&mut self, now: Instant, key: &GroupKey) {
-        let Some(membership) = self.memberships.get(key).copied() else {
+    fn membership_ended(&mut self, now: Instant, key: &GroupKey) {
+        let Some(membership) = self.groups.get(key) else {
             return;
         };
         info!(link = %membership.link, "the server no longer knows our membership; ending it");
@@ -368,7 +304,7 @@ impl Router {
     /// the other members get its partitions at their next sync. Nothing is reported lost.
     pub fn abandon_group(&mut self, now: Instant, group: &ConsumerGroupRef) {
         let key = GroupKey::of(group);
-        let Some(membership) = self.memberships.get(&key).copied() else {
+        let Some(membership) = self.groups.get(&key) else {
             return;
         };
         info!(link = %membership.link, "a consumer left its group without leaving; ending the membership");
@@ -383,8 +319,8 @@ impl Router {
         let Some(key) = &link.member_of else {
             return false;
         };
-        if self.memberships.get(key).is_some_and(|m| m.link == link.id) {
-            self.memberships.remove(key);
+        if self.groups.held_on(key, link.id) {
+            self.groups.forget(key);
         }
         let in_flight_leave = match &link.membership_write {
             Some((request, target, GroupRole::Leave(left))) if left == key => {
@@ -392,10 +328,10 @@ impl Router {
             }
             Some(_) | None => None,
         };
-        let waiting_leave = self.member_waiting.iter().any(|(request, _)| {
+        let waiting_leave = self.groups.waiting().any(|request| {
             self.requests
-                .get(request)
-                .is_some_and(|e| group_role(&e.request) == Some(GroupRole::Leave(key.clone())))
+                .get(&request)
+                .is_some_and(|e| matches!(&e.group, Some(GroupRole::Leave(left)) if left == key))
         });
         if let Some((request, target)) = in_flight_leave {
             self.answer_leave(now, request, target);
@@ -405,15 +341,4 @@ impl Router {
         }
         in_flight_leave.is_some()
     }
-}
-
-/// Where [`Router::group_detour`] sent a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Detour {
-    /// To be written on this link instead.
-    Link(LinkId),
-    /// Queued until its link is idle.
-    Waiting,
-    /// Queued, and this member link is to be closed (a leave that would wait for it).
-    Close(LinkId),
 }

@@ -19,135 +19,42 @@
 //! each with its own login; sends go there and carry that link's identity, and routed
 //! polls and offset writes first attach the coordinator's consumer session (14).
 
+mod classify;
 pub(crate) mod encode;
 mod frames;
 mod group_commit;
+mod groups;
 mod lifecycle;
 mod link;
 mod link_table;
 mod membership;
 mod node;
+mod output;
+mod replies;
 mod requests;
 mod service;
 mod session_loss;
 mod timer;
+mod write;
 
+pub use output::{CloseReason, ConnectError, Output};
 pub use timer::TimerKind;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Instant;
 
-use bytes::Bytes;
 use tracing::{trace, warn};
 
 use crate::config::Config;
-use crate::event::{Event, Stats};
+use crate::event::Stats;
 use crate::ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
-use crate::request::{Outcome, Request, SubmitError};
+use crate::request::{Request, SubmitError};
 use crate::rng::Rng;
 use crate::routing::{Routing, RoutingCommands, Target};
 
+use groups::Groups;
 use link_table::LinkTable;
 use node::Node;
-
-/// Why the transport could not open a connection.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConnectError {
-    /// The address did not resolve.
-    #[error("address did not resolve")]
-    Resolve,
-    /// The node refused or did not answer.
-    #[error("connection refused or unreachable")]
-    Unreachable,
-    /// The TLS session could not be set up or was not accepted.
-    #[error("tls: {0}")]
-    Tls(crate::config::TlsError),
-    /// Any other transport error.
-    #[error("{0}")]
-    Other(String),
-}
-
-/// Why a connection ended.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CloseReason {
-    /// The peer closed it.
-    #[error("closed by peer")]
-    Peer,
-    /// A read or write failed.
-    #[error("i/o error: {0}")]
-    Io(String),
-    /// The router asked for it (`Output::Close`).
-    #[error("closed by the router")]
-    Local,
-}
-
-/// What the router wants done. Drained with [`Router::poll_output`].
-///
-/// Its `Debug` form shows a `Transmit` by length only: a login frame carries the password.
-///
-/// Deliberately not `#[non_exhaustive]`: a new kind of output must break every adapter's
-/// `match` at compile time, so that none can quietly ignore it.
-#[must_use = "an output left undone strands a link or a caller"]
-pub enum Output {
-    /// Open a TCP connection to `addr` (`host:port`) for `link`; report the result with
-    /// `handle_connected` or `handle_connect_failed`.
-    Connect {
-        /// The new link.
-        link: LinkId,
-        /// The node it leads to.
-        node: NodeId,
-        /// Where to connect.
-        addr: String,
-    },
-    /// Write these bytes on the link, after everything written before.
-    Transmit {
-        /// The link.
-        link: LinkId,
-        /// The bytes.
-        bytes: Bytes,
-    },
-    /// Close the link. The router has already forgotten it: no `handle_closed` is needed.
-    Close {
-        /// The link.
-        link: LinkId,
-    },
-    /// A request is over.
-    Completed {
-        /// The request.
-        id: RequestId,
-        /// How it ended.
-        outcome: Outcome,
-    },
-    /// Something for logs and counters.
-    Event(Event),
-}
-
-impl std::fmt::Debug for Output {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Connect { link, node, addr } => f
-                .debug_struct("Connect")
-                .field("link", link)
-                .field("node", node)
-                .field("addr", addr)
-                .finish(),
-            Self::Transmit { link, bytes } => f
-                .debug_struct("Transmit")
-                .field("link", link)
-                .field("len", &bytes.len())
-                .finish(),
-            Self::Close { link } => f.debug_struct("Close").field("link", link).finish(),
-            Self::Completed { id, outcome } => f
-                .debug_struct("Completed")
-                .field("id", id)
-                .field("outcome", outcome)
-                .finish(),
-            Self::Event(event) => f.debug_tuple("Event").field(event).finish(),
-        }
-    }
-}
 
 /// Work for the coordinator link, done one exchange at a time in this order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,14 +96,8 @@ pub struct Router {
     outputs: VecDeque<Output>,
     stats: Stats,
     closed: bool,
-    /// The roster's nodes in its order, which is the replicas' order: a refusal's `view`
-    /// names replica `view % len` (`None` where an entry has no usable address).
-    replica_order: Vec<Option<NodeId>>,
-    /// The consumer groups we joined, each held by its member link's identity.
-    memberships: BTreeMap<membership::GroupKey, membership::Membership>,
-    /// Leaves and group offset writes waiting for their member link to be idle (see
-    /// `Router::group_detour`).
-    member_waiting: Vec<(RequestId, Target)>,
+    /// The consumer groups we joined, and the requests waiting for their member link.
+    groups: Groups,
 }
 
 impl Router {
@@ -231,9 +132,7 @@ impl Router {
             outputs: VecDeque::new(),
             stats: Stats::default(),
             closed: false,
-            replica_order: Vec::new(),
-            memberships: BTreeMap::new(),
-            member_waiting: Vec::new(),
+            groups: Groups::default(),
         };
         router.run_turns(now);
         router.refile_links();
@@ -402,10 +301,7 @@ impl Router {
     /// The server's replica id of `node` (its place in the roster), once the roster has
     /// been read.
     pub fn replica_of(&self, node: NodeId) -> Option<u32> {
-        self.replica_order
-            .iter()
-            .position(|entry| *entry == Some(node))
-            .and_then(|at| u32::try_from(at).ok())
+        self.routing.roster().replica_of(node)
     }
 
     /// The node that carries the session now.

@@ -7,6 +7,7 @@ use std::time::Instant;
 use tracing::{debug, warn};
 
 use super::group_commit::GroupCommit;
+use super::groups::GroupRole;
 use super::{Output, Router};
 use crate::ids::{LinkId, RequestId};
 use crate::request::{Reply, Request, RequestError, StoreOffsetRequest, SubmitError};
@@ -34,6 +35,9 @@ pub(super) struct Entry {
     pub(super) committing: bool,
     /// For the offset write of such a poll: the caller's poll and the reply it waits for.
     pub(super) commit_for: Option<(RequestId, Reply)>,
+    /// What it is to a consumer group, worked out once when it is accepted: `None` for
+    /// most requests, which so pass no group checks (see `groups`).
+    pub(super) group: Option<GroupRole>,
     /// A consumer group's offset write, made in steps (see `router::group_commit`).
     pub(super) group_commit: Option<GroupCommit>,
     /// A member's auto-commit poll, accepted without its commit: its offset is written as
@@ -58,7 +62,8 @@ impl Router {
             return Err(SubmitError::Closed);
         }
         request.validate(self.config.max_frame_size)?;
-        let group_auto_commit = self.group_auto_commit(&request);
+        let group = GroupRole::of(&request);
+        let group_auto_commit = group.is_some() && self.group_auto_commit(&request, group.as_ref());
         let mut request = request;
         if let (true, Request::Poll(poll)) = (group_auto_commit, &mut request) {
             // Routing places it as the read it now is: it proves no primary.
@@ -75,6 +80,7 @@ impl Router {
             commit_after: false,
             committing: false,
             commit_for: None,
+            group,
             group_commit: None,
             group_auto_commit,
             sessions_lost: 0,
@@ -132,6 +138,7 @@ impl Router {
                 | SubmitError::SessionCommand { .. } => RequestError::Shutdown,
             })?;
         debug!(poll = %poll_id, store = %store_id, offset = last, "storing a polled offset on the primary");
+        let group = GroupRole::of(&store);
         self.requests.insert(
             store_id,
             Entry {
@@ -144,6 +151,7 @@ impl Router {
                 commit_after: false,
                 committing: false,
                 commit_for: Some((poll_id, reply)),
+                group,
                 group_commit: None,
                 group_auto_commit: false,
                 sessions_lost: 0,

@@ -194,11 +194,11 @@ impl Routing {
             .route
             .map(|route| route.node)
             .into_iter()
-            .chain(self.nodes.iter().copied())
+            .chain(self.roster.nodes().iter().copied())
             .find(|node| !lane.tried.contains(node));
         match next {
             Some(node) => self.release(key, node),
-            None if self.nodes.is_empty() => self.fetch_roster(),
+            None if self.roster.nodes().is_empty() => self.fetch_roster(),
             None => {
                 // Every node failed this round: wait before the next, as discovery does.
                 let Some(lane) = self.lanes.get_mut(key) else {
@@ -216,11 +216,11 @@ impl Routing {
     /// Discovery by refusal: the next roster node that has not refused in this round; when
     /// every node has refused, the round ends with a jittered backoff and starts again.
     fn discover(&mut self, now: Instant, key: &LaneKey) {
-        if self.nodes.is_empty() {
+        if self.roster.nodes().is_empty() {
             self.fetch_roster();
             return;
         }
-        let nodes = self.nodes.clone();
+        let nodes = self.roster.nodes().to_vec();
         let Some(lane) = self.lanes.get_mut(key) else {
             return;
         };

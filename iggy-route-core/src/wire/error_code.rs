@@ -163,6 +163,49 @@ impl ErrorCode {
                 | Self::PartitionNotFound
         )
     }
+
+    /// Whether the code says the frame was not processed under a live session (40 / 30):
+    /// the session is gone, or was evicted for missed heartbeats.
+    pub fn is_session_lost(self) -> bool {
+        matches!(self, Self::Unauthenticated | Self::StaleClient)
+    }
+
+    /// Whether the code is one of the replicated plane's transient answers (57 / 58): the
+    /// node is reachable, but could not (yet) admit or commit the request.
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            Self::TransientNotAccepted | Self::TransientNotCommitted
+        )
+    }
+
+    /// Whether the code is a refusal that admitted nothing (58): the request may be issued
+    /// again anywhere, and the reply header may name the replica that would admit it.
+    pub fn is_refusal(self) -> bool {
+        self == Self::TransientNotAccepted
+    }
+
+    /// Whether a sign-in refused with this code can never succeed with the same
+    /// credentials and client (wrong password or token, a protocol version outside the
+    /// server's window, a login body the server cannot read).
+    pub fn is_fatal_to_sign_in(self) -> bool {
+        matches!(
+            self,
+            Self::InvalidCredentials
+                | Self::InvalidPersonalAccessToken
+                | Self::IncompatibleProtocolVersion
+                | Self::InvalidFormat
+        )
+    }
+
+    /// Whether the code says the node does not serve the command to this client at all
+    /// (unknown to it, switched off, or not permitted), rather than not now.
+    pub fn is_unsupported(self) -> bool {
+        matches!(
+            self,
+            Self::InvalidCommand | Self::FeatureUnavailable | Self::Unauthorized
+        )
+    }
 }
 
 impl fmt::Display for ErrorCode {
@@ -319,6 +362,31 @@ mod tests {
             "TransientNotAccepted (58)"
         );
         assert_eq!(ErrorCode::Other(7777).to_string(), "error code 7777");
+    }
+
+    #[test]
+    fn classes_hold_exactly_their_codes() {
+        let holders = |class: fn(ErrorCode) -> bool| -> Vec<u32> {
+            let mut codes: Vec<u32> = ErrorCode::NAMED
+                .iter()
+                .copied()
+                .chain([ErrorCode::Other(7777), ErrorCode::Other(0)])
+                .filter(|code| class(*code))
+                .map(ErrorCode::as_u32)
+                .collect();
+            codes.sort_unstable();
+            codes
+        };
+        assert_eq!(holders(ErrorCode::is_session_lost), [30, 40]);
+        assert_eq!(holders(ErrorCode::is_transient), [57, 58]);
+        assert_eq!(holders(ErrorCode::is_refusal), [58]);
+        assert_eq!(holders(ErrorCode::is_fatal_to_sign_in), [4, 42, 53, 14003]);
+        assert_eq!(holders(ErrorCode::is_unsupported), [3, 5, 41]);
+        assert_eq!(holders(ErrorCode::is_not_found), [20, 1009, 2010, 3007]);
+        // A code decoded from the wire is classed as its named twin.
+        assert!(ErrorCode::from_u32(40).is_session_lost());
+        assert!(ErrorCode::from_u32(57).is_transient());
+        assert!(!ErrorCode::from_u32(57).is_refusal());
     }
 
     #[test]

@@ -1,0 +1,164 @@
+//! A request's end: its deadline, its completion exactly once, and the timing rules the
+//! answers it gets are read by (whether a reply proves a primary, whether an "absent" may
+//! predate our own write, the backoff between lookups).
+
+use std::time::{Duration, Instant};
+
+use tracing::trace;
+
+use super::{Decision, Place, RequestFacts, RequestKind, Routing, RoutingCommands, TimerKey};
+use crate::config::Delivery;
+use crate::ids::RequestId;
+use crate::request::RequestError;
+
+impl Routing {
+    pub(super) fn expire(&mut self, now: Instant, id: RequestId) {
+        let Some(pending) = self.pending.get(&id) else {
+            return;
+        };
+        if pending.completed || pending.deadline > now {
+            return;
+        }
+        let after = now.saturating_duration_since(pending.submitted_at);
+        self.stats.timeouts += 1;
+        self.complete(now, id, Err(RequestError::TimedOut { after }));
+    }
+
+    /// Completes a request exactly once. A request still in flight in its lane stays there
+    /// as a marker (see [`Lane::active`]) until its attempt is reported over.
+    pub(crate) fn complete(
+        &mut self,
+        now: Instant,
+        id: RequestId,
+        outcome: Result<(), RequestError>,
+    ) {
+        if let Some(Place::Lane(key)) = self.settle(id, outcome) {
+            self.pump_lane(now, &key);
+        }
+    }
+
+    /// [`Routing::complete`] without moving the lane on: the caller pumps it once after
+    /// settling a whole frame. The request's place, when it was completed now.
+    pub(super) fn settle(
+        &mut self,
+        id: RequestId,
+        outcome: Result<(), RequestError>,
+    ) -> Option<Place> {
+        let pending = self.pending.get_mut(&id)?;
+        if pending.completed {
+            return None;
+        }
+        let place = pending.place.clone();
+        let deadline = pending.deadline;
+        let send = pending.facts.kind == RequestKind::Send;
+        self.timers.remove(&(deadline, TimerKey::Request(id)));
+        let mut keep_marker = false;
+        match &place {
+            Place::Topic(topic) => {
+                if let Some(state) = self.topics.get_mut(topic) {
+                    state.waiting.retain(|&w| w != id);
+                }
+            }
+            Place::Lane(key) => {
+                if let Some(lane) = self.lanes.get_mut(key) {
+                    if lane.in_flight(id) {
+                        keep_marker = true;
+                    } else {
+                        lane.remove_waiting(id);
+                    }
+                }
+            }
+            // A coordinator request is answered by the coordinator link; a late answer for
+            // a completed one is ignored there.
+            Place::Coordinator => {}
+        }
+        if keep_marker {
+            if let Some(pending) = self.pending.get_mut(&id) {
+                pending.completed = true;
+            }
+        } else {
+            self.pending.remove(&id);
+        }
+        self.stats.completed += 1;
+        if send && outcome.is_ok() {
+            self.stats.sends += 1;
+        }
+        trace!(request = %id, ok = outcome.is_ok(), "completed");
+        self.decisions.push_back(Decision::Completed {
+            request: id,
+            outcome,
+        });
+        Some(place)
+    }
+
+    /// Whether a backup would serve `request` without refusing it, so that its admission
+    /// says nothing about where the partition's primary is: a poll in the plain form
+    /// (`POLL_MESSAGES`, 100), which is every plain poll, and every poll on a cluster
+    /// without the primary-gated form (104).
+    pub(super) fn served_by_any_replica(&self, facts: &RequestFacts) -> bool {
+        match facts.kind {
+            RequestKind::Poll { auto_commit } => {
+                !auto_commit || self.routing_commands == RoutingCommands::Unsupported
+            }
+            // A backup answers a read of the partition without refusing it.
+            RequestKind::PartitionCommand { write } => !write,
+            RequestKind::Send
+            | RequestKind::StoreOffset
+            | RequestKind::MetadataRead
+            | RequestKind::SessionRead
+            | RequestKind::MetadataWrite(_) => false,
+        }
+    }
+
+    /// Whether one of our own metadata writes succeeded less than `own_write_settle` ago.
+    pub(crate) fn own_write_unsettled(&self, now: Instant) -> bool {
+        self.own_write_at
+            .and_then(|at| at.checked_add(self.config.own_write_settle))
+            .is_some_and(|settled| now < settled)
+    }
+
+    /// Whether an answer of "absent" at `now` may predate one of our own metadata writes
+    /// (within `own_write_settle` of it), and if so how long to wait before asking again:
+    /// half the time since the write, from `route_backoff_initial` up to
+    /// `route_backoff_max`, jittered, so that a settle window of a second asks about
+    /// fifteen times. `None` when the answer is to be believed, also when the next ask would
+    /// come at or after `deadline`: a request ends with the answer, not with a timeout.
+    pub(super) fn doubt_wait(
+        &mut self,
+        now: Instant,
+        deadline: Option<Instant>,
+    ) -> Option<Duration> {
+        let at = self.own_write_at?;
+        let settled = at.checked_add(self.config.own_write_settle)?;
+        if now >= settled {
+            return None;
+        }
+        let since = now.saturating_duration_since(at);
+        let base = (since / 2)
+            .max(self.config.route_backoff_initial)
+            .min(self.config.route_backoff_max);
+        let wait = self.rng.jitter(base);
+        if deadline.is_some_and(|deadline| now + wait >= deadline) {
+            return None;
+        }
+        Some(wait)
+    }
+
+    /// The deadline of a pending request.
+    pub(super) fn deadline_of(&self, id: RequestId) -> Option<Instant> {
+        self.pending.get(&id).map(|p| p.deadline)
+    }
+
+    pub(super) fn delivery(&self) -> Delivery {
+        self.config.delivery
+    }
+
+    pub(super) fn backoff_for(&mut self, streak: u32) -> Duration {
+        let base = crate::rng::backoff(
+            self.config.route_backoff_initial,
+            self.config.route_backoff_max,
+            streak,
+        );
+        self.rng.jitter(base)
+    }
+}
