@@ -68,7 +68,7 @@ impl Router {
                     self.waiting.admitted(id, id, deadline);
                     return Ok(id);
                 }
-                Err((SubmitError::QueueFull { limit }, request)) => (request, limit),
+                Err((SubmitError::QueueFull { limit }, request)) => (*request, limit),
                 Err((error, _)) => return Err(error),
             },
         };
@@ -106,7 +106,7 @@ impl Router {
                         let_in = true;
                     }
                     Err((SubmitError::QueueFull { limit }, request)) => {
-                        self.waiting.restore(caller, request, spot, limit);
+                        self.waiting.restore(caller, *request, spot, limit);
                         break;
                     }
                     Err((_, _)) => {

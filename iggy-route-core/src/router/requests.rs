@@ -64,7 +64,7 @@ impl Router {
         &mut self,
         now: Instant,
         mut request: Request,
-    ) -> Result<RequestId, (SubmitError, Request)> {
+    ) -> Result<RequestId, (SubmitError, Box<Request>)> {
         let group_auto_commit = self.group_auto_commit(&request);
         if let (true, Request::Poll(poll)) = (group_auto_commit, &mut request) {
             // Routing places it as the read it now is: it proves no primary.
@@ -76,7 +76,7 @@ impl Router {
                 if let (true, Request::Poll(poll)) = (group_auto_commit, &mut request) {
                     poll.auto_commit = true;
                 }
-                return Err((error, request));
+                return Err((error, Box::new(request)));
             }
         };
         let entry = Entry {
