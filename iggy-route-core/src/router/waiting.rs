@@ -261,3 +261,93 @@ impl WaitingLine {
         Some((admitted.caller, admitted.wait_until))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    // One real instant is the origin of each test's timeline; the line never reads a clock.
+    #![allow(clippy::disallowed_methods)]
+
+    use std::time::Duration;
+
+    use super::*;
+    use crate::request::AdminRequest;
+    use crate::wire::Identifier;
+
+    fn request() -> Request {
+        Request::Admin(AdminRequest::GetTopic {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+        })
+    }
+
+    fn order(line: &mut WaitingLine) -> Vec<RequestId> {
+        std::iter::from_fn(|| line.pop_front().map(|(id, _, _)| id)).collect()
+    }
+
+    #[test]
+    fn a_request_put_back_first_goes_ahead_of_every_waiter_and_tickets_never_repeat() {
+        let now = Instant::now();
+        let mut line = WaitingLine::new(2);
+        let (a, b) = (line.ticket(), line.ticket());
+        assert_ne!(a, b);
+        assert!(a.0 >= FIRST_TICKET);
+        line.push_back(a, request(), now + Duration::from_secs(1), 3)
+            .unwrap();
+        line.push_back(b, request(), now + Duration::from_secs(1), 3)
+            .unwrap();
+        // Full for newcomers, but not for a request that had its place before.
+        let late = line.ticket();
+        assert!(line.push_back(late, request(), now, 3).is_err());
+        line.push_front(RequestId(7), request(), now + Duration::from_secs(1), 5);
+        assert_eq!(line.blocking_limit(), Some(5));
+        assert_eq!(order(&mut line), [RequestId(7), a, b]);
+        assert!(line.is_empty());
+    }
+
+    #[test]
+    fn a_deadline_equal_to_now_is_over_and_a_restored_request_keeps_its_place() {
+        let now = Instant::now();
+        let mut line = WaitingLine::new(8);
+        let (a, b, c) = (line.ticket(), line.ticket(), line.ticket());
+        line.push_back(a, request(), now + Duration::from_secs(2), 1)
+            .unwrap();
+        line.push_back(b, request(), now, 2).unwrap();
+        line.push_back(c, request(), now + Duration::from_secs(1), 1)
+            .unwrap();
+        assert_eq!(line.next_deadline(), Some(now));
+        assert_eq!(line.take_expired(now), [(b, 2)]);
+        let (first, taken, spot) = line.pop_front().unwrap();
+        assert_eq!(first, a);
+        line.restore(first, taken, spot, 4);
+        assert_eq!(line.blocking_limit(), Some(4));
+        assert_eq!(line.next_deadline(), Some(now + Duration::from_secs(1)));
+        assert!(line.remove(c));
+        assert!(!line.remove(c), "removed once");
+        assert_eq!(line.take_all(), [a]);
+        assert_eq!(line.next_deadline(), None);
+    }
+
+    #[test]
+    fn an_admitted_call_maps_back_to_its_callers_id_once_and_waits_again_only_in_time() {
+        let now = Instant::now();
+        let mut line = WaitingLine::new(8);
+        let caller = line.ticket();
+        line.admitted(RequestId(3), caller, now + Duration::from_secs(1));
+        assert_eq!(line.routing_id(caller), RequestId(3));
+        // Its wait ends at `now + 1s`: refused for room then, it may not wait again.
+        let later = now + Duration::from_secs(1);
+        assert_eq!(line.may_wait_again(RequestId(3), later), None);
+        assert_eq!(
+            line.may_wait_again(RequestId(3), now),
+            Some((caller, now + Duration::from_secs(1)))
+        );
+        // Waiting again, it is no longer admitted: routing's id means nothing more.
+        assert_eq!(line.completed(RequestId(3)), RequestId(3));
+        assert_eq!(line.routing_id(caller), caller);
+        // A request admitted at once keeps its own id.
+        line.admitted(RequestId(4), RequestId(4), later);
+        assert_eq!(line.completed(RequestId(4)), RequestId(4));
+        assert_eq!(line.completed(RequestId(9)), RequestId(9));
+    }
+}
