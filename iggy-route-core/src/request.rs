@@ -404,6 +404,10 @@ pub enum RequestError {
     /// The router was shut down.
     #[error("router shut down")]
     Shutdown,
+    /// The router was shut down while the request waited for room (see
+    /// `Router::submit_waiting`): it was never accepted, and nothing of it was sent.
+    #[error("router closed while the request waited for room")]
+    Closed,
 }
 
 /// Why `submit` refused a request before anything was sent.

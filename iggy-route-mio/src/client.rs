@@ -11,7 +11,7 @@ use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use mio::{Poll, Waker};
 
-use crate::io_loop::{Admission, Command, Dialer, IoLoop, PendingLimits, WAKER};
+use crate::io_loop::{Admission, Command, Dialer, IoLoop, WAKER};
 use crate::probe::probe_delay;
 use crate::resolve::{Lookup, Resolver, system_lookup};
 use crate::responder::{Outcome, Responder};
@@ -103,10 +103,6 @@ impl Client {
             None => None,
         };
         let room_wait = config.request_timeout;
-        let limits = PendingLimits {
-            total: config.max_pending_requests,
-            per_lane: config.max_pending_per_lane,
-        };
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         // The router's seeds are its nodes `0..seeds`.
@@ -130,7 +126,6 @@ impl Client {
             poll,
             router,
             dialer,
-            limits,
             command_queue,
             Arc::clone(&stats),
             SessionWatch::new(session_news, seeds),

@@ -2,9 +2,9 @@
 //! follows the router's drive contract: feed one input, drain `poll_output` to `None`
 //! carrying out each output, then poll until the next readiness, command or deadline.
 //!
-//! It also parks the requests the router has no room for (see [`crate::parking`]): after
-//! every turn of the loop, whatever completed made room, and the parked requests are
-//! submitted again in arrival order. The sockets' side (dialling, TLS, readiness, reads and
+//! Backpressure is the router's: a call that may wait for room is submitted with
+//! `Router::submit_waiting` and its deadline, and the router keeps it in line and ends it.
+//! The sockets' side (dialling, TLS, readiness, reads and
 //! writes) is in [`links`].
 
 use std::collections::HashMap;
@@ -15,12 +15,11 @@ use std::time::{Duration, Instant};
 
 use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::{LinkId, Output, Request, RequestId, Router, Stats, SubmitError};
+use iggy_route_core::{LinkId, Output, Request, RequestId, Router, Stats};
 use mio::{Events, Poll, Token};
 use tracing::{error, trace};
 
 use crate::connection::Connection;
-use crate::parking::{Parked, ParkedRequests};
 use crate::probe::{PROBE_BIT, Probe};
 use crate::responder::Responder;
 use crate::session_wait::SessionWatch;
@@ -53,21 +52,12 @@ pub(crate) enum Command {
 /// What a submit does when the router has no room for it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Admission {
-    /// Waits (parked, in arrival order) for room until `deadline`, then fails with
-    /// `QueueFull`.
+    /// Waits in the router's line (in arrival order) for room until `deadline`, then fails
+    /// with `QueueFull`.
     WaitForRoom { deadline: Instant },
-    /// Fails with `QueueFull` at once, also while others are parked: a try never jumps
+    /// Fails with `QueueFull` at once, also while others wait for room: a try never jumps
     /// the queue.
     AtOnce,
-}
-
-/// The router's bounds on pending requests, which decide when a request may be refused.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct PendingLimits {
-    /// `Config::max_pending_requests`: also how many requests may be parked.
-    pub(crate) total: usize,
-    /// `Config::max_pending_per_lane` (never above `total`).
-    pub(crate) per_lane: usize,
 }
 
 #[derive(Debug)]
@@ -82,10 +72,9 @@ pub(crate) struct IoLoop {
     probes: HashMap<LinkId, Probe>,
     /// When each TLS handshake under way is due for a probe; empty without TLS.
     probes_due: Vec<(Instant, LinkId)>,
+    /// Where the outcome of every request the router took goes (also of those waiting
+    /// for room in it).
     pending: HashMap<RequestId, Responder>,
-    /// Requests waiting for room in the router, in arrival order.
-    parked: ParkedRequests,
-    limits: PendingLimits,
     commands: mpsc::Receiver<Command>,
     stats: Arc<Mutex<Stats>>,
     read_buffer: Vec<u8>,
@@ -104,7 +93,6 @@ impl IoLoop {
         poll: Poll,
         router: Router,
         dialer: Dialer,
-        limits: PendingLimits,
         commands: mpsc::Receiver<Command>,
         stats: Arc<Mutex<Stats>>,
         session: SessionWatch,
@@ -118,8 +106,6 @@ impl IoLoop {
             probes: HashMap::new(),
             probes_due: Vec::new(),
             pending: HashMap::new(),
-            parked: ParkedRequests::new(limits.total),
-            limits,
             commands,
             stats,
             read_buffer: vec![0; READ_CHUNK],
@@ -169,11 +155,7 @@ impl IoLoop {
                         "next wake-up"
                     );
                 }
-                let parked = self.parked.next_deadline();
-                let mut wake = match (next.map(|(at, _)| at), parked) {
-                    (Some(timer), Some(parked)) => Some(timer.min(parked)),
-                    (timer, parked) => timer.or(parked),
-                };
+                let mut wake = next.map(|(at, _)| at);
                 if !self.probes_due.is_empty() {
                     wake = wake.into_iter().chain(self.next_probe()).min();
                 }
@@ -216,7 +198,6 @@ impl IoLoop {
                 self.router.handle_timeout(Instant::now());
                 self.drain();
             }
-            self.unpark();
             self.update_interests();
         }
     }
@@ -241,101 +222,22 @@ impl IoLoop {
         Some(true)
     }
 
-    /// A caller's request: to the router, or parked behind the requests already waiting
-    /// for room.
+    /// A caller's request, to the router: one that may wait for room waits in the
+    /// router's line until its deadline, a try is refused at once.
     fn submit(&mut self, request: Request, responder: Responder, admission: Admission) {
-        // Room freed since the last turn (requests completed within it, their callers
-        // calling again at once) goes to the requests already waiting, before this one
-        // is measured against it.
-        self.unpark();
-        match admission {
-            Admission::AtOnce if !self.parked.is_empty() => {
-                let limit = self.limits.total;
-                responder.respond(Err(ClientError::QueueFull { limit }));
-            }
-            Admission::AtOnce => match self.router.submit(Instant::now(), request) {
-                Ok(id) => {
-                    self.pending.insert(id, responder);
-                    self.drain();
-                }
-                Err(error) => responder.respond(Err(error.into())),
-            },
+        let now = Instant::now();
+        let submitted = match admission {
             Admission::WaitForRoom { deadline } => {
-                let parked = Parked::new(request, responder, deadline, self.limits.total);
-                if self.parked.is_empty() {
-                    if let Some(parked) = self.submit_if_room(parked) {
-                        self.park(parked);
-                    }
-                } else {
-                    self.park(parked);
-                }
+                self.router.submit_waiting(now, request, deadline)
             }
-        }
-    }
-
-    /// Parks a request behind the others, or fails it when the lot is full.
-    fn park(&mut self, parked: Parked) {
-        if let Some(refused) = self.parked.park(parked) {
-            let limit = self.limits.total;
-            refused
-                .responder
-                .respond(Err(ClientError::QueueFull { limit }));
-        }
-    }
-
-    /// Submits a request that may wait for room; hands it back when the router has none.
-    fn submit_if_room(&mut self, mut parked: Parked) -> Option<Parked> {
-        let pending = self.router.pending_count();
-        if pending >= self.limits.total {
-            // Certain to be refused: no need to ask.
-            parked.limit = self.limits.total;
-            return Some(parked);
-        }
-        // `Router::submit` drops a request it refuses for want of room, so a copy is kept
-        // to park it again, but only when a bound is near enough to be hit: far from them
-        // the copy would cost every send an allocation for nothing. (A request the
-        // router still counts after it completed, one that timed out in flight, can
-        // make it refuse sooner; such a request fails with `QueueFull` at once.)
-        let spare = (pending + 1 >= self.limits.per_lane).then(|| parked.request.clone());
-        let (request, responder, place) = parked.into_parts();
-        match self.router.submit(Instant::now(), request) {
+            Admission::AtOnce => self.router.submit(now, request),
+        };
+        match submitted {
             Ok(id) => {
                 self.pending.insert(id, responder);
                 self.drain();
-                None
             }
-            Err(SubmitError::QueueFull { limit }) => match spare {
-                Some(request) => Some(Parked::resume(request, responder, place, limit)),
-                None => {
-                    responder.respond(Err(ClientError::QueueFull { limit }));
-                    None
-                }
-            },
-            Err(error) => {
-                responder.respond(Err(error.into()));
-                None
-            }
-        }
-    }
-
-    /// Fails the parked requests whose wait is over, then submits the others in arrival
-    /// order while the router takes them. Runs after every turn of the loop: room frees
-    /// up when requests complete, which every input may do.
-    fn unpark(&mut self) {
-        if self.parked.is_empty() {
-            return;
-        }
-        for expired in self.parked.take_expired(Instant::now()) {
-            let limit = expired.limit;
-            expired
-                .responder
-                .respond(Err(ClientError::QueueFull { limit }));
-        }
-        while let Some(front) = self.parked.pop_front() {
-            if let Some(front) = self.submit_if_room(front) {
-                self.parked.restore(front);
-                break;
-            }
+            Err(error) => responder.respond(Err(error.into())),
         }
     }
 
@@ -381,10 +283,8 @@ impl IoLoop {
         for link in links {
             self.forget(link);
         }
-        // Anything left was never accepted by the router; its caller sees `Closed`.
+        // Requests waiting for room ended `Closed` with the router's shutdown; anything
+        // left was never accepted by the router, and its caller sees `Closed`.
         self.pending.clear();
-        for parked in self.parked.take_all() {
-            parked.responder.respond(Err(ClientError::Closed));
-        }
     }
 }

@@ -43,8 +43,8 @@
 //!
 //! # Backpressure
 //! The router holds at most `Config::max_pending_requests` requests (and
-//! `max_pending_per_lane` per partition). A call it has no room for waits: it is parked
-//! on the I/O thread and submitted when requests complete, in the order the calls were
+//! `max_pending_per_lane` per partition). A call it has no room for waits in the router's
+//! line and is let in as room frees up, in the order the calls were
 //! made (a later call never overtakes one that waits, so one thread's sends to a
 //! partition stay in order). The wait lasts at most `Config::request_timeout`, after which
 //! the call fails with [`ClientError::QueueFull`]; at most `max_pending_requests` calls
@@ -78,7 +78,6 @@ mod client;
 mod connection;
 pub mod consumer;
 mod io_loop;
-mod parking;
 mod probe;
 pub mod producer;
 mod resolve;

@@ -183,9 +183,9 @@ impl Client {
     ///
     /// When the router's queues are full (`Config::max_pending_requests` in all, or
     /// `Config::max_pending_per_lane` for the request's partition), the request waits for
-    /// room, in line behind every request that waits already, and is submitted as soon as
-    /// room frees up (a request completes). It waits at most `Config::request_timeout` from this call, then
-    /// fails with `ClientError::QueueFull`; so does a call that finds
+    /// room in the router's line, behind every request that waits already, and is let in
+    /// as soon as room frees up. It waits at most `Config::request_timeout` from this call,
+    /// then fails with `ClientError::QueueFull`; so does a call that finds
     /// `max_pending_requests` requests waiting already. Every operation method waits so.
     /// Once the router takes the request, its own `request_timeout` runs from then, so a
     /// request that waited for room may take up to twice `request_timeout` in all.
@@ -203,8 +203,8 @@ impl Client {
 
     async fn submit(&self, request: Request, admission: Admission) -> Result<Reply, ClientError> {
         let answer = self.hand_off(request, admission).await?;
-        // Bounded by the driver: a waiting request leaves the line by its deadline, and an
-        // accepted one completes within the router's request timeout.
+        // Bounded by the router: a waiting request leaves its line by its deadline, and an
+        // accepted one completes within its request timeout.
         answer.await.map_err(|_| ClientError::Closed)?
     }
 

@@ -2,9 +2,8 @@
 //! letter: feed one input, drain `poll_output` to `None` carrying out each output, then
 //! wait for the next input or the router's deadline.
 //!
-//! Backpressure lives here too: a request the router has no room for waits in
-//! [`WaitingRequests`] (first in, first out, each until its deadline) and is submitted
-//! again when a request completes.
+//! Backpressure is the router's: a call that may wait for room is submitted with
+//! `Router::submit_waiting` and its deadline, and the router keeps it in line and ends it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -13,8 +12,8 @@ use std::time::{Duration, Instant};
 use iggy_route_core::client::consumer::GroupClaims;
 use iggy_route_core::client::{ClientError, session_signal};
 use iggy_route_core::{
-    CloseReason, Config, ConnectError, LinkId, NodeId, Output, Reply, Request, RequestError,
-    RequestId, Router, Stats, SubmitError, TlsError,
+    CloseReason, Config, ConnectError, LinkId, NodeId, Output, Reply, Request, RequestId, Router,
+    Stats, TlsError,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -22,7 +21,6 @@ use tracing::{Instrument, debug_span, error, trace};
 
 use crate::connection::{self, IoEvent};
 use crate::tls::{EarlyFailures, SessionReady, Tls};
-use crate::waiting::{Parked, WaitingRequests};
 
 /// Inputs handled per wake before the driver yields to the runtime, so a flood of bytes
 /// or requests cannot starve other tasks on its worker.
@@ -39,8 +37,8 @@ pub(crate) type ReplySender = oneshot::Sender<Result<Reply, ClientError>>;
 /// What a caller does when the router has no room for its request.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Admission {
-    /// Wait in line (behind every request already waiting) until room frees up, at most
-    /// until `deadline`, then fail with `QueueFull`.
+    /// Wait in the router's line (behind every request already waiting) until room frees
+    /// up, at most until `deadline`, then fail with `QueueFull`.
     Wait { deadline: Instant },
     /// Fail with `QueueFull` at once, also while other requests wait (a try never jumps
     /// the line).
@@ -81,48 +79,12 @@ impl LinkTasks {
     }
 }
 
-/// The caller of a request the router accepted.
-#[derive(Debug)]
-struct Waiter {
-    reply: ReplySender,
-    /// A copy of the request and its caller's deadline, kept when it was accepted while
-    /// some partition's queue may have been full: the router refuses a request with
-    /// `RequestError::QueueFull` after accepting it when it waited for its topic's
-    /// partition count and then found its partition's queue full, and it keeps no copy.
-    /// With this one the request waits for room again instead of failing.
-    spare: Option<(Request, Instant)>,
-}
-
-/// What became of a request offered to the router.
-enum Offer {
-    /// Accepted: it completes through `Output::Completed`.
-    Accepted,
-    /// Refused for a reason other than room; its caller has the error.
-    Answered,
-    /// No room now: it must wait.
-    NoRoom(Parked),
-}
-
-/// The router's bounds the driver needs to park requests without losing them.
-#[derive(Debug, Clone, Copy)]
-struct Bounds {
-    max_pending_requests: usize,
-    max_pending_per_lane: usize,
-    attempt_timeout: Duration,
-}
-
 #[derive(Debug)]
 pub(crate) struct Driver {
     router: Router,
     links: HashMap<LinkId, LinkTasks>,
-    pending: HashMap<RequestId, Waiter>,
-    waiting: WaitingRequests,
-    bounds: Bounds,
-    /// The router's timeout count when the driver last looked.
-    timeouts_seen: u64,
-    /// Until when a request that timed out on the wire may still hold room the router
-    /// does not count in `pending_count` (see [`Driver::might_refuse`]).
-    timed_out_room_until: Option<Instant>,
+    /// The caller of every request the router took (also those waiting for room in it).
+    pending: HashMap<RequestId, ReplySender>,
     io_events: mpsc::Sender<IoEvent>,
     stats: Arc<Mutex<Stats>>,
     /// `Client::connect` waits on this until the session signed in or was refused.
@@ -154,14 +116,6 @@ impl Driver {
             router,
             links: HashMap::new(),
             pending: HashMap::new(),
-            waiting: WaitingRequests::new(config.max_pending_requests),
-            bounds: Bounds {
-                max_pending_requests: config.max_pending_requests,
-                max_pending_per_lane: config.max_pending_per_lane,
-                attempt_timeout: config.attempt_timeout,
-            },
-            timeouts_seen: 0,
-            timed_out_room_until: None,
             io_events,
             stats,
             session_ready: Some(session_ready),
@@ -197,13 +151,10 @@ impl Driver {
                     "next wake-up"
                 );
             }
-            let deadline = match (next.map(|(at, _)| at), self.waiting.next_deadline()) {
-                (Some(router), Some(waiting)) => Some(router.min(waiting)),
-                (router, waiting) => router.or(waiting),
-            };
+            let deadline = next.map(|(at, _)| at);
             // tokio's coop budget can keep an expired `Sleep` pending: trust the clock.
             if deadline.is_some_and(|at| Instant::now() >= at) {
-                self.handle_timeout(Instant::now());
+                self.router.handle_timeout(Instant::now());
                 self.drain();
                 continue;
             }
@@ -233,15 +184,15 @@ impl Driver {
                         return;
                     }
                 },
-                () = sleep => self.handle_timeout(Instant::now()),
+                () = sleep => self.router.handle_timeout(Instant::now()),
             }
             self.drain();
         }
     }
 
     /// A caller that dropped its future no longer waits: its request is withdrawn where
-    /// nothing of it was written yet (the router decides), and dropped from the line for
-    /// room. Looked for every [`ABANDONED_SWEEP`] at most, between inputs.
+    /// nothing of it was written yet (the router decides; one waiting for room leaves the
+    /// line). Looked for every [`ABANDONED_SWEEP`] at most, between inputs.
     fn withdraw_abandoned(&mut self, now: Instant) {
         if now.saturating_duration_since(self.swept_at) < ABANDONED_SWEEP {
             return;
@@ -250,7 +201,7 @@ impl Driver {
         let mut abandoned: Vec<RequestId> = self
             .pending
             .iter()
-            .filter(|(_, waiter)| waiter.reply.is_closed())
+            .filter(|(_, reply)| reply.is_closed())
             .map(|(id, _)| *id)
             .collect();
         // In id order: the router's outputs must not follow the map's order.
@@ -258,7 +209,6 @@ impl Driver {
         for id in abandoned {
             self.router.withdraw(now, id);
         }
-        self.waiting.forget_abandoned();
         self.end_memberships(now);
     }
 
@@ -269,153 +219,22 @@ impl Driver {
         }
     }
 
-    /// Time passed: the router's deadlines, and those of the requests waiting for room.
-    fn handle_timeout(&mut self, now: Instant) {
-        self.router.handle_timeout(now);
-        for parked in self.waiting.expire(now) {
-            parked.give_up();
-        }
-    }
-
+    /// A caller's request, to the router: one that may wait for room waits in the
+    /// router's line until its deadline, a try is refused at once.
     fn submit(&mut self, request: Request, reply: ReplySender, admission: Admission) {
-        let blocking_limit = self.waiting.blocking_limit();
-        let deadline = match admission {
-            Admission::Immediate => {
-                match blocking_limit {
-                    Some(limit) => {
-                        let _ = reply.send(Err(ClientError::QueueFull { limit }));
-                    }
-                    None => self.submit_once(request, reply),
-                }
-                return;
-            }
-            Admission::Wait { deadline } => deadline,
+        let now = Instant::now();
+        let submitted = match admission {
+            Admission::Wait { deadline } => self.router.submit_waiting(now, request, deadline),
+            Admission::Immediate => self.router.submit(now, request),
         };
-        let parked = Parked {
-            request,
-            reply,
-            deadline,
-            limit: blocking_limit.unwrap_or(self.bounds.max_pending_requests),
-        };
-        // While anything waits, a new request waits behind it even if the router would
-        // take it now: otherwise one caller's sends to one partition could be reordered.
-        let parked = match blocking_limit {
-            Some(_) => parked,
-            None => match self.offer(parked) {
-                Offer::Accepted | Offer::Answered => return,
-                Offer::NoRoom(parked) => parked,
-            },
-        };
-        // Bounded: a full line refuses at once (its caller is told).
-        self.waiting.park_back(parked);
-    }
-
-    /// A try: submitted once, whatever the router answers goes to the caller.
-    fn submit_once(&mut self, request: Request, reply: ReplySender) {
-        match self.router.submit(Instant::now(), request) {
+        match submitted {
             Ok(id) => {
-                let spare = None;
-                self.pending.insert(id, Waiter { reply, spare });
+                self.pending.insert(id, reply);
             }
             Err(error) => {
                 let _ = reply.send(Err(error.into()));
             }
         }
-    }
-
-    /// Offers a waiting (or would-be waiting) request to the router. The router drops a
-    /// request it refuses, so it is offered only when it can be kept: never while the
-    /// router holds `max_pending_requests`, and with a copy kept while it might refuse it
-    /// for room anyway (see [`Self::might_refuse`]).
-    fn offer(&mut self, parked: Parked) -> Offer {
-        let Parked {
-            request,
-            reply,
-            deadline,
-            ..
-        } = parked;
-        let held = self.router.pending_count();
-        if held >= self.bounds.max_pending_requests {
-            let limit = self.bounds.max_pending_requests;
-            return Offer::NoRoom(Parked {
-                request,
-                reply,
-                deadline,
-                limit,
-            });
-        }
-        let now = Instant::now();
-        let spare = self.might_refuse(held, now).then(|| request.clone());
-        match self.router.submit(now, request) {
-            Ok(id) => {
-                let spare = spare.map(|request| (request, deadline));
-                self.pending.insert(id, Waiter { reply, spare });
-                Offer::Accepted
-            }
-            Err(SubmitError::QueueFull { limit }) => match spare {
-                Some(request) => Offer::NoRoom(Parked {
-                    request,
-                    reply,
-                    deadline,
-                    limit,
-                }),
-                None => {
-                    // Not expected (see `might_refuse`); the caller is told, typed.
-                    let _ = reply.send(Err(ClientError::QueueFull { limit }));
-                    Offer::Answered
-                }
-            },
-            Err(error) => {
-                let _ = reply.send(Err(error.into()));
-                Offer::Answered
-            }
-        }
-    }
-
-    /// Whether the router, holding `held` requests (fewer than `max_pending_requests`),
-    /// might still refuse the next one for room, so that a copy must be kept to park it.
-    /// The copy costs a clone of the request, so it is made only then:
-    /// - when a partition's queue may be full: it holds only requests the router holds,
-    ///   so none is while it holds fewer than `max_pending_per_lane`;
-    /// - for an attempt timeout after a request timed out: one that timed out on the wire
-    ///   still takes its room (its partition's next write must not overtake it) until its
-    ///   attempt ends, within an attempt timeout, and `pending_count` does not count it.
-    fn might_refuse(&mut self, held: usize, now: Instant) -> bool {
-        let timeouts = self.router.stats().timeouts;
-        if timeouts > self.timeouts_seen {
-            self.timeouts_seen = timeouts;
-            // Counted from when it was seen, at or after it happened: never too short.
-            self.timed_out_room_until = now.checked_add(self.bounds.attempt_timeout);
-        }
-        held >= self.bounds.max_pending_per_lane
-            || self.timed_out_room_until.is_some_and(|until| now < until)
-    }
-
-    /// Offers the waiting requests to the router, oldest first, until one finds no room.
-    /// Called after every input: room frees up when a request completes, and also when
-    /// the attempt of one that timed out on the wire ends, which completes nothing.
-    /// Returns whether the router accepted any (and so has outputs).
-    fn admit_waiting(&mut self) -> bool {
-        if self.waiting.blocking_limit().is_none() {
-            return false;
-        }
-        let now = Instant::now();
-        let mut accepted = false;
-        while let Some(parked) = self.waiting.pop_front() {
-            if parked.deadline <= now {
-                parked.give_up();
-                continue;
-            }
-            match self.offer(parked) {
-                Offer::Accepted => accepted = true,
-                Offer::Answered => {}
-                Offer::NoRoom(parked) => {
-                    self.waiting.park_front(parked);
-                    break;
-                }
-            }
-        }
-        accepted
     }
 
     fn handle_io(&mut self, event: IoEvent) {
@@ -463,21 +282,8 @@ impl Driver {
         }
     }
 
-    /// Step 2 of the drive contract: carry out every queued output. Room may have freed
-    /// up, so the waiting requests are offered again, and what that queues is carried out
-    /// too.
+    /// Step 2 of the drive contract: carry out every queued output.
     fn drain(&mut self) {
-        loop {
-            self.carry_out_outputs();
-            if !self.admit_waiting() {
-                break;
-            }
-        }
-        self.publish_stats();
-    }
-
-    /// Carries out the router's queued outputs.
-    fn carry_out_outputs(&mut self) {
         while let Some(output) = self.router.poll_output() {
             match output {
                 Output::Connect { link, node, addr } => {
@@ -513,8 +319,9 @@ impl Driver {
                     // A caller that reads `stats()` right after its request returns must
                     // see that request counted.
                     self.publish_stats();
-                    if let Some(waiter) = self.pending.remove(&id) {
-                        self.complete(waiter, outcome);
+                    if let Some(reply) = self.pending.remove(&id) {
+                        // The caller may have stopped waiting; the outcome is then unused.
+                        let _ = reply.send(outcome.map_err(ClientError::from));
                     }
                 }
                 Output::Event(event) => {
@@ -528,25 +335,7 @@ impl Driver {
                 }
             }
         }
-    }
-
-    fn complete(&mut self, waiter: Waiter, outcome: Result<Reply, RequestError>) {
-        match (outcome, waiter.spare) {
-            // Refused for room after it was accepted (nothing was sent): it was accepted
-            // before every request waiting now, so it waits first in line.
-            (Err(RequestError::QueueFull { limit }), Some((request, deadline))) => {
-                self.waiting.park_front(Parked {
-                    request,
-                    reply: waiter.reply,
-                    deadline,
-                    limit,
-                });
-            }
-            (outcome, _) => {
-                // The caller may have stopped waiting; the outcome is then unused.
-                let _ = waiter.reply.send(outcome.map_err(ClientError::from));
-            }
-        }
+        self.publish_stats();
     }
 
     fn publish_stats(&self) {
@@ -577,10 +366,7 @@ impl Driver {
     fn shutdown(&mut self) {
         self.stopping = true;
         self.early_failures.stopped(&mut self.session_ready);
-        // First, so that no waiting request is offered to the router as it fails the rest.
-        for parked in self.waiting.take_all() {
-            parked.close();
-        }
+        // Requests waiting for room end `Closed`, the router's others `Shutdown`.
         self.router.shutdown(Instant::now());
         self.drain();
         for (_, tasks) in self.links.drain() {

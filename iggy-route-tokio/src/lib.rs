@@ -79,7 +79,6 @@ pub mod producer;
 mod tls;
 #[cfg(test)]
 mod tls_peers;
-mod waiting;
 
 pub use client::Client;
 pub use consumer::{ConsumerBuilder, TopicConsumer};

@@ -73,6 +73,7 @@ impl From<RequestError> for ClientError {
     fn from(error: RequestError) -> Self {
         match error {
             RequestError::QueueFull { limit } => Self::QueueFull { limit },
+            RequestError::Closed => Self::Closed,
             other @ (RequestError::TimedOut { .. }
             | RequestError::OutcomeUnknown { .. }
             | RequestError::Server { .. }

@@ -64,7 +64,12 @@ pub fn router_ops(now: Instant, data: &[u8]) -> OpsSummary {
             succeeded: 0,
         };
     };
-    let config = Config::new((0..3).map(addr).collect(), credentials);
+    let mut config = Config::new((0..3).map(addr).collect(), credentials);
+    if setup & 0x80 != 0 {
+        // Little room, so that calls wait for it and the line fills.
+        config.max_pending_requests = 4;
+        config.max_pending_per_lane = 2;
+    }
     let mut router = Router::new(config, u64::from(setup), now);
     let mut net = Net::default();
     let mut now = now;
@@ -123,7 +128,15 @@ fn step(
                     ..Message::default()
                 }],
             });
-            if let Ok(id) = router.submit(*now, request) {
+            // The high bit of the kind makes the call one that may wait for room, for up
+            // to `arg` times 20 ms (none at all for 0: refused at once when full).
+            let submitted = if kind & 0x80 == 0 {
+                router.submit(*now, request)
+            } else {
+                let deadline = *now + Duration::from_millis(u64::from(arg) * 20);
+                router.submit_waiting(*now, request, deadline)
+            };
+            if let Ok(id) = submitted {
                 net.submitted.insert(id);
             }
         }
@@ -162,6 +175,13 @@ fn step(
             if let Some(&link) = nth(&net.connected, arg) {
                 let garbage = [arg; 300];
                 router.handle_read(*now, link, &garbage[..usize::from(arg) + 1]);
+            }
+        }
+        _ if kind & 0x80 != 0 => {
+            // A caller gives up on one of its requests (waiting for room or not).
+            let open: Vec<RequestId> = net.submitted.difference(&net.completed).copied().collect();
+            if !open.is_empty() {
+                router.withdraw(*now, open[usize::from(arg) % open.len()]);
             }
         }
         _ => cluster.routing_commands = !cluster.routing_commands,

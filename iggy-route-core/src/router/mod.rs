@@ -3,8 +3,8 @@
 //! # Drive contract
 //! A [`Router`] is a value that is driven; it never blocks, sleeps, reads the clock or
 //! touches a socket.
-//! 1. Feed exactly one input, with the instant it happened: [`Router::submit`],
-//!    [`Router::handle_connected`], [`Router::handle_connect_failed`],
+//! 1. Feed exactly one input, with the instant it happened: [`Router::submit`] (or
+//!    [`Router::submit_waiting`]), [`Router::handle_connected`], [`Router::handle_connect_failed`],
 //!    [`Router::handle_closed`], [`Router::handle_read`] or [`Router::handle_timeout`].
 //! 2. Drain [`Router::poll_output`] until it returns `None`, carrying out each output:
 //!    open the connection of a `Connect`, write the bytes of a `Transmit` in order, close
@@ -19,6 +19,7 @@
 //! each with its own login; sends go there and carry that link's identity, and routed
 //! polls and offset writes first attach the coordinator's consumer session (14).
 
+mod admission;
 mod classify;
 pub(crate) mod encode;
 mod frames;
@@ -35,6 +36,7 @@ mod requests;
 mod service;
 mod session_loss;
 mod timer;
+mod waiting;
 mod write;
 
 pub use output::{CloseReason, ConnectError, Output};
@@ -48,7 +50,7 @@ use tracing::{trace, warn};
 use crate::config::Config;
 use crate::event::Stats;
 use crate::ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
-use crate::request::{Request, SubmitError};
+use crate::request::Request;
 use crate::rng::Rng;
 use crate::routing::{Routing, RoutingCommands, Target};
 
@@ -98,6 +100,8 @@ pub struct Router {
     closed: bool,
     /// The consumer groups we joined, and the requests waiting for their member link.
     groups: Groups,
+    /// Calls waiting for room (see `Router::submit_waiting`).
+    waiting: waiting::WaitingLine,
 }
 
 impl Router {
@@ -111,6 +115,7 @@ impl Router {
             .map(|addr| Node::new(addr))
             .collect();
         let routing = Routing::new(config.clone(), seed ^ 0x5EED_0F0B_00C0, now);
+        let waiting = waiting::WaitingLine::new(config.max_pending_requests);
         let mut router = Self {
             config,
             routing,
@@ -133,18 +138,11 @@ impl Router {
             stats: Stats::default(),
             closed: false,
             groups: Groups::default(),
+            waiting,
         };
         router.run_turns(now);
         router.refile_links();
         router
-    }
-
-    /// Accepts a request. It completes exactly once, through `Output::Completed`.
-    pub fn submit(&mut self, now: Instant, request: Request) -> Result<RequestId, SubmitError> {
-        let now = self.clock(now);
-        let id = self.accept(now, request)?;
-        self.settle(now);
-        Ok(id)
     }
 
     /// The transport connected `link`. Queues its login.
@@ -210,6 +208,9 @@ impl Router {
             self.run_turns(now);
             self.refile_links();
         }
+        if !self.waiting.is_empty() {
+            self.serve_waiting(now);
+        }
     }
 
     /// Files the next deadline of every link changed by this input.
@@ -233,56 +234,6 @@ impl Router {
             Output::Event(event) => trace!(?event, "event"),
         }
         Some(output)
-    }
-
-    /// When `handle_timeout` is next due; `Some(now)` while outputs are queued, `None` when
-    /// nothing is scheduled.
-    #[must_use]
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.next_timer().map(|(at, _)| at)
-    }
-
-    /// When `handle_timeout` is next due and what for: the earliest of the routing
-    /// layer's timers, the links' deadlines (read from their index, not by a scan), the
-    /// coordinator's redial and the end of the backoff of a node that requests wait for.
-    /// An earlier instant wins; at the same instant, the reason listed first in
-    /// [`TimerKind`].
-    #[must_use]
-    pub fn next_timer(&self) -> Option<(Instant, TimerKind)> {
-        if !self.outputs.is_empty() {
-            return Some((self.last_now, TimerKind::Output));
-        }
-        debug_assert!(
-            self.links.is_filed(),
-            "link deadlines are filed after every input"
-        );
-        let routing = self
-            .routing
-            .next_timer()
-            .map(|(at, timer)| (at, TimerKind::Routing(timer)));
-        let now = self.last_now;
-        let limit = self.sign_in_limit();
-        let redial = (self.coordinator.link.is_none() && !self.closed)
-            .then(|| {
-                self.node(self.coordinator.node)
-                    .and_then(|n| n.ready_at(now, limit))
-            })
-            .flatten()
-            .map(|at| (at, TimerKind::CoordinatorReconnect));
-        // A node's pool grows only past its backoff (see `grow_pool`): requests waiting
-        // for it are served sooner when the backoff ends. One entry per node at most.
-        let pool_retry = self
-            .ready
-            .iter()
-            .filter(|(_, waiting)| !waiting.is_empty())
-            .filter_map(|(node, _)| self.node(*node).and_then(|n| n.ready_at(now, limit)))
-            .filter(|at| *at > now)
-            .min()
-            .map(|at| (at, TimerKind::NodeRetry));
-        [routing, self.links.next(), redial, pool_retry]
-            .into_iter()
-            .flatten()
-            .min_by_key(|(at, kind)| (*at, *kind))
     }
 
     /// Counters since the router was made.
@@ -344,11 +295,12 @@ impl Router {
         (self.links.len(), ready)
     }
 
-    /// Fails every pending request with `Shutdown`, closes every link, and takes no more
-    /// requests.
+    /// Fails every pending request with `Shutdown` (and every call waiting for room with
+    /// `Closed`), closes every link, and takes no more requests.
     pub fn shutdown(&mut self, now: Instant) {
         let now = self.clock(now);
         self.closed = true;
+        self.close_line();
         self.routing.shutdown(now);
         let links: Vec<LinkId> = self.links.keys().copied().collect();
         for link in links {

@@ -49,12 +49,9 @@ pub(super) struct Entry {
 }
 
 impl Router {
-    /// Checks a request's shape, stamps its message ids and hands its facts to routing.
-    pub(super) fn accept(
-        &mut self,
-        now: Instant,
-        request: Request,
-    ) -> Result<RequestId, SubmitError> {
+    /// Stamps a request's message ids and checks its shape: what refuses it whether or
+    /// not there is room.
+    pub(super) fn check_request(&mut self, request: Request) -> Result<Request, SubmitError> {
         // Ids are stamped first, also for a request refused below, so that the seeded id
         // sequence does not depend on which requests were accepted.
         let request = self.stamp_message_ids(request);
@@ -62,14 +59,31 @@ impl Router {
             return Err(SubmitError::Closed);
         }
         request.validate(self.config.max_frame_size)?;
+        Ok(request)
+    }
+
+    /// Hands a checked request's facts to routing. A refusal (no room) hands the request
+    /// back, unchanged, so that it may wait.
+    pub(super) fn admit_checked(
+        &mut self,
+        now: Instant,
+        mut request: Request,
+    ) -> Result<RequestId, (SubmitError, Box<Request>)> {
         let group = GroupRole::of(&request);
         let group_auto_commit = group.is_some() && self.group_auto_commit(&request, group.as_ref());
-        let mut request = request;
         if let (true, Request::Poll(poll)) = (group_auto_commit, &mut request) {
             // Routing places it as the read it now is: it proves no primary.
             poll.auto_commit = false;
         }
-        let id = self.routing.admit(now, request.facts())?;
+        let id = match self.routing.admit(now, request.facts()) {
+            Ok(id) => id,
+            Err(error) => {
+                if let (true, Request::Poll(poll)) = (group_auto_commit, &mut request) {
+                    poll.auto_commit = true;
+                }
+                return Err((error, Box::new(request)));
+            }
+        };
         let entry = Entry {
             request,
             deadline: now + self.config.request_timeout,
@@ -165,6 +179,11 @@ impl Router {
 
     /// A request is over: the caller gets the reply kept for it, or the error.
     pub(super) fn finish_request(&mut self, id: RequestId, outcome: Result<(), RequestError>) {
+        if let Err(RequestError::QueueFull { limit }) = outcome
+            && self.wait_again(id, limit)
+        {
+            return;
+        }
         let mut entry = self.requests.remove(&id);
         if let Some(link) = entry.as_ref().and_then(|entry| entry.link)
             && self
@@ -185,7 +204,7 @@ impl Router {
                 debug!(poll = %poll_id, %error, "the polled offset was not stored");
             }
             self.outputs.push_back(Output::Completed {
-                id: poll_id,
+                id: self.waiting.completed(poll_id),
                 outcome: Ok(polled),
             });
             return;
@@ -206,6 +225,7 @@ impl Router {
             }
             (Err(error), _) => Err(error),
         };
+        let id = self.waiting.completed(id);
         self.outputs.push_back(Output::Completed { id, outcome });
     }
 }

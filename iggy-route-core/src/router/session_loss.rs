@@ -21,11 +21,15 @@ const SESSIONS_LOST_MAX: u8 = 2;
 
 impl Router {
     /// Withdraws a request whose caller is gone, if nothing of it has been written yet: it
-    /// completes at once with [`RequestError::Withdrawn`] and is never sent. A request on
-    /// the wire (or a served poll whose offset is being stored) is not withdrawn: it
-    /// completes by the usual rules. Whether it was withdrawn.
+    /// completes at once with [`RequestError::Withdrawn`] and is never sent (also one still
+    /// waiting for room). A request on the wire (or a served poll whose offset is being
+    /// stored) is not withdrawn: it completes by the usual rules. Whether it was withdrawn.
     pub fn withdraw(&mut self, now: Instant, id: RequestId) -> bool {
         let now = self.clock(now);
+        if self.withdraw_waiting(now, id) {
+            return true;
+        }
+        let id = self.waiting.routing_id(id);
         let Some(entry) = self.requests.get(&id) else {
             return false;
         };

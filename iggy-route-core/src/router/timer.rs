@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use super::Router;
 use super::link::{Link, LinkState};
 use super::requests::Entry;
 use crate::config::Config;
@@ -35,6 +36,64 @@ pub enum TimerKind {
     NodeRetry,
     /// One of the routing layer's timers.
     Routing(RoutingTimer),
+    /// A call waiting for room (see `Router::submit_waiting`) waits no longer.
+    RoomWait,
+}
+
+impl Router {
+    /// When `handle_timeout` is next due; `Some(now)` while outputs are queued, `None` when
+    /// nothing is scheduled.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_timer().map(|(at, _)| at)
+    }
+
+    /// When `handle_timeout` is next due and what for: the earliest of the routing
+    /// layer's timers, the links' deadlines (read from their index, not by a scan), the
+    /// coordinator's redial, the end of the backoff of a node that requests wait for, and
+    /// the first deadline of a call waiting for room. An earlier instant wins; at the same instant, the reason listed first in
+    /// [`TimerKind`].
+    #[must_use]
+    pub fn next_timer(&self) -> Option<(Instant, TimerKind)> {
+        if !self.outputs.is_empty() {
+            return Some((self.last_now, TimerKind::Output));
+        }
+        debug_assert!(
+            self.links.is_filed(),
+            "link deadlines are filed after every input"
+        );
+        let routing = self
+            .routing
+            .next_timer()
+            .map(|(at, timer)| (at, TimerKind::Routing(timer)));
+        let now = self.last_now;
+        let limit = self.sign_in_limit();
+        let redial = (self.coordinator.link.is_none() && !self.closed)
+            .then(|| {
+                self.node(self.coordinator.node)
+                    .and_then(|n| n.ready_at(now, limit))
+            })
+            .flatten()
+            .map(|at| (at, TimerKind::CoordinatorReconnect));
+        // A node's pool grows only past its backoff (see `grow_pool`): requests waiting
+        // for it are served sooner when the backoff ends. One entry per node at most.
+        let pool_retry = self
+            .ready
+            .iter()
+            .filter(|(_, waiting)| !waiting.is_empty())
+            .filter_map(|(node, _)| self.node(*node).and_then(|n| n.ready_at(now, limit)))
+            .filter(|at| *at > now)
+            .min()
+            .map(|at| (at, TimerKind::NodeRetry));
+        let room_wait = self
+            .waiting
+            .next_deadline()
+            .map(|at| (at, TimerKind::RoomWait));
+        [routing, self.links.next(), redial, pool_retry, room_wait]
+            .into_iter()
+            .flatten()
+            .min_by_key(|(at, kind)| (*at, *kind))
+    }
 }
 
 /// When a link next needs attention, and for what.
