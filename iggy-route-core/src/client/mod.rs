@@ -14,9 +14,11 @@ mod calls_groups;
 mod calls_session;
 mod calls_system;
 mod calls_users;
+mod connect_wait;
 pub mod consumer;
 mod error;
 mod operations;
+mod probe;
 pub mod producer;
 
 #[cfg(test)]
@@ -25,6 +27,8 @@ mod tests;
 use std::io;
 
 pub use call::{Call, ExpectedReply};
+pub use connect_wait::ConnectWait;
+pub use probe::{ProbeVerdict, probe_delay, probe_request, probe_verdict};
 pub use error::ClientError;
 
 use crate::ConnectError;

@@ -9,6 +9,8 @@ use crate::wire::Password;
 mod connection_string;
 mod duration;
 mod tls;
+#[cfg(feature = "rustls")]
+mod tls_classify;
 mod validate;
 
 pub use connection_string::{AddressProblem, ConnectionStringError, CredentialsProblem};
