@@ -18,10 +18,10 @@
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Instant;
 
+use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::{
     ConsumerHost, ConsumerState, ConsumerStats, GroupClaims, ReceivedMessage, Step,
 };
-use iggy_route_core::client::ClientError;
 use iggy_route_core::wire::Identifier;
 
 use crate::Client;

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::client::{Call, ClientError};
+use iggy_route_core::client::{Call, ClientError, ConnectWait};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
@@ -20,9 +20,6 @@ pub(crate) type Answer = oneshot::Receiver<Result<Reply, ClientError>>;
 /// Requests waiting for the driver to take them. The router's own queues (and the line of
 /// requests waiting for room in them) are the real bound; this only smooths bursts.
 const COMMAND_QUEUE_LEN: usize = 1024;
-
-/// `connect` waits this many connect timeouts for the session to sign in.
-const CONNECT_ATTEMPTS: u32 = 3;
 
 /// An Iggy client whose every request goes to the node that can admit it. See the crate
 /// documentation.
@@ -84,7 +81,7 @@ impl Client {
             Some(settings) => Some(Arc::new(Tls::new(&config, settings)?)),
             None => None,
         };
-        let budget = config.connect_timeout * CONNECT_ATTEMPTS;
+        let budget = ConnectWait::new(&config).budget();
         let request_timeout = config.request_timeout;
         let router = Router::new(config.clone(), entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel(COMMAND_QUEUE_LEN);

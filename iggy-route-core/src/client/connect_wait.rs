@@ -100,9 +100,7 @@ impl ConnectWait {
         }
         self.settled = true;
         Some(self.latest.take().map_or(
-            ClientError::ConnectTimedOut {
-                after: self.budget,
-            },
+            ClientError::ConnectTimedOut { after: self.budget },
             ClientError::Tls,
         ))
     }

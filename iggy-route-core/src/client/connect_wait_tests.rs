@@ -11,7 +11,9 @@ use crate::request::RequestError;
 use crate::wire::ErrorCode;
 
 fn wait(seeds: usize, max_nodes: usize) -> ConnectWait {
-    let seeds = (0..seeds).map(|i| format!("127.0.0.1:{}", 8090 + i)).collect();
+    let seeds = (0..seeds)
+        .map(|i| format!("127.0.0.1:{}", 8090 + i))
+        .collect();
     let config = Config::builder(seeds, Credentials::user("iggy", "iggy").unwrap())
         .connect_timeout(Duration::from_millis(400))
         .max_nodes(max_nodes)
@@ -48,7 +50,10 @@ fn the_budget_is_three_connect_timeouts_and_a_bare_give_up_is_a_timeout() {
     ));
     assert!(wait.is_settled());
     assert!(wait.give_up().is_none(), "given up once");
-    assert!(wait.on_event(&signed_in()).is_none(), "nothing after the give-up");
+    assert!(
+        wait.on_event(&signed_in()).is_none(),
+        "nothing after the give-up"
+    );
 }
 
 #[test]
@@ -69,7 +74,10 @@ fn plaintext_nodes_end_the_wait_only_once_every_seed_answered_so() {
     // The same seed twice counts once, and a node learned from the roster is no seed.
     assert!(wait.on_tls_failure(NodeId(0), TlsError::NotTls).is_none());
     assert!(wait.on_tls_failure(NodeId(3), TlsError::NotTls).is_none());
-    assert!(wait.on_tls_failure(NodeId(u32::MAX), TlsError::NotTls).is_none());
+    assert!(
+        wait.on_tls_failure(NodeId(u32::MAX), TlsError::NotTls)
+            .is_none()
+    );
     assert!(wait.on_tls_failure(NodeId(2), TlsError::NotTls).is_none());
     assert!(!wait.is_settled(), "seed 1 may still carry the session");
     assert!(is_tls(
@@ -184,5 +192,8 @@ fn a_huge_connect_timeout_saturates_and_with_no_seed_only_the_budget_ends_the_wa
             .on_tls_failure(NodeId(0), TlsError::NotTls)
             .is_none()
     );
-    assert!(matches!(no_seeds.give_up(), Some(ClientError::Tls(TlsError::NotTls))));
+    assert!(matches!(
+        no_seeds.give_up(),
+        Some(ClientError::Tls(TlsError::NotTls))
+    ));
 }

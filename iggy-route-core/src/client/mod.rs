@@ -28,8 +28,8 @@ use std::io;
 
 pub use call::{Call, ExpectedReply};
 pub use connect_wait::ConnectWait;
-pub use probe::{ProbeVerdict, probe_delay, probe_request, probe_verdict};
 pub use error::ClientError;
+pub use probe::{ProbeVerdict, probe_delay, probe_request, probe_verdict};
 
 use crate::ConnectError;
 use crate::event::{Event, LinkRole};

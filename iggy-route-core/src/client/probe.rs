@@ -45,8 +45,9 @@ pub fn probe_request(client: u64) -> [u8; HEADER_SIZE] {
 /// What a probe has found out from the bytes read back so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeVerdict {
-    /// Less than a header so far: read on. A node that hangs up now has proved nothing.
-    ReadMore,
+    /// Less than a header so far: wait for more. A node that hangs up now has proved
+    /// nothing.
+    Pending,
     /// The node answered the plaintext `PING` in Iggy (a reply or an eviction).
     PlaintextIggy,
     /// Something else (a TLS alert, garbage): the handshake decides.
@@ -56,7 +57,7 @@ pub enum ProbeVerdict {
 /// The verdict on `answer`, the bytes the probed node sent back, from the first.
 pub fn probe_verdict(answer: &[u8]) -> ProbeVerdict {
     let Some(header) = answer.get(..HEADER_SIZE) else {
-        return ProbeVerdict::ReadMore;
+        return ProbeVerdict::Pending;
     };
     if ReplyHeader::decode(header).is_ok() || EvictionHeader::decode(header).is_ok() {
         ProbeVerdict::PlaintextIggy

@@ -45,11 +45,11 @@ fn the_probe_is_one_ping_header_with_no_body_and_never_client_zero() {
 #[test]
 fn nothing_or_part_of_a_header_asks_for_more() {
     let reply = reply_to(&probe_request(5));
-    assert_eq!(probe_verdict(&[]), ProbeVerdict::ReadMore);
-    assert_eq!(probe_verdict(&reply[..1]), ProbeVerdict::ReadMore);
+    assert_eq!(probe_verdict(&[]), ProbeVerdict::Pending);
+    assert_eq!(probe_verdict(&reply[..1]), ProbeVerdict::Pending);
     assert_eq!(
         probe_verdict(&reply[..HEADER_SIZE - 1]),
-        ProbeVerdict::ReadMore
+        ProbeVerdict::Pending
     );
 }
 
@@ -68,13 +68,16 @@ fn an_iggy_reply_or_eviction_is_a_plaintext_node_even_with_more_behind_it() {
 fn a_tls_alert_garbage_or_our_own_ping_echoed_prove_nothing() {
     // What a TLS node answers to plaintext: an alert record (then it hangs up).
     let alert = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32];
-    assert_eq!(probe_verdict(&alert), ProbeVerdict::ReadMore);
+    assert_eq!(probe_verdict(&alert), ProbeVerdict::Pending);
     let mut padded = alert.to_vec();
     padded.resize(HEADER_SIZE, 0);
     assert_eq!(probe_verdict(&padded), ProbeVerdict::Unknown);
     assert_eq!(probe_verdict(&[0xAB; HEADER_SIZE]), ProbeVerdict::Unknown);
     assert_eq!(probe_verdict(&[0; HEADER_SIZE]), ProbeVerdict::Unknown);
-    assert_eq!(probe_verdict(&[0xFF; 4 * HEADER_SIZE]), ProbeVerdict::Unknown);
+    assert_eq!(
+        probe_verdict(&[0xFF; 4 * HEADER_SIZE]),
+        ProbeVerdict::Unknown
+    );
     // An echo server is no Iggy node: a request header is not a reply.
     assert_eq!(probe_verdict(&probe_request(5)), ProbeVerdict::Unknown);
 }

@@ -11,6 +11,8 @@ mod duration;
 mod tls;
 #[cfg(feature = "rustls")]
 mod tls_classify;
+#[cfg(feature = "rustls")]
+mod tls_roots;
 mod validate;
 
 pub use connection_string::{AddressProblem, ConnectionStringError, CredentialsProblem};

@@ -1,0 +1,125 @@
+//! The consumer builder both adapters hand out from `Client::consumer`: every setting and
+//! its rule live here; an adapter only says how its client starts the consumer it built
+//! ([`ConsumerHost`]).
+
+use std::time::Duration;
+
+use super::{AutoCommit, ConsumerConfig, ConsumerIdentity, ConsumerState, GroupClaims};
+use crate::client::{ClientError, identifier};
+use crate::wire::{Identifier, PollingStrategy};
+
+/// What an adapter's client gives the builder: the client's group claims, and how a
+/// consumer is made around a [`ConsumerState`]. Implemented by each adapter's `Client`;
+/// nothing a user calls.
+#[doc(hidden)]
+pub trait ConsumerHost: Sized {
+    /// The adapter's consumer.
+    type Consumer;
+    /// The consumer groups this client's consumers are members of.
+    fn group_claims(&self) -> &GroupClaims;
+    /// The consumer that carries out `state`'s requests on this client.
+    fn start_consumer(self, state: ConsumerState) -> Self::Consumer;
+}
+
+/// Builds a consumer; from `Client::consumer`. A single consumer with id 0 of every
+/// partition unless told otherwise.
+#[derive(Debug)]
+pub struct ConsumerBuilder<C> {
+    client: C,
+    config: ConsumerConfig,
+}
+
+impl<C: ConsumerHost> ConsumerBuilder<C> {
+    /// A builder for a consumer of `stream`/`topic` on `client`, with the SDK's defaults
+    /// ([`ConsumerConfig::new`]).
+    #[doc(hidden)]
+    pub fn new(
+        client: C,
+        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Self, ClientError> {
+        Ok(Self {
+            client,
+            config: ConsumerConfig::new(
+                identifier(stream)?,
+                identifier(topic)?,
+                ConsumerIdentity::Consumer(Identifier::Numeric(0)),
+            ),
+        })
+    }
+
+    /// A single consumer with this id (its offsets are its own).
+    pub fn consumer_id(
+        mut self,
+        id: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Self, ClientError> {
+        self.config.identity = ConsumerIdentity::Consumer(identifier(id)?);
+        Ok(self)
+    }
+
+    /// A member of this consumer group (created if absent, unless
+    /// [`ConsumerBuilder::create_group`] says not to).
+    pub fn group(
+        mut self,
+        group: impl TryInto<Identifier, Error: Into<ClientError>>,
+    ) -> Result<Self, ClientError> {
+        self.config.identity = ConsumerIdentity::Group(identifier(group)?);
+        Ok(self)
+    }
+
+    /// Whether a missing group is created (default yes).
+    pub fn create_group(mut self, create: bool) -> Self {
+        self.config.create_group = create;
+        self
+    }
+
+    /// A single consumer's one partition (default: all of them).
+    pub fn partition(mut self, partition: u32) -> Self {
+        self.config.partition = Some(partition);
+        self
+    }
+
+    /// Where each partition's first poll starts (default `Next`: after the stored offset).
+    pub fn polling_strategy(mut self, strategy: PollingStrategy) -> Self {
+        self.config.strategy = strategy;
+        self
+    }
+
+    /// Most messages per poll (default 100; 0 is taken as 1, since a poll for nothing
+    /// would never move on).
+    pub fn batch_length(mut self, messages: u32) -> Self {
+        self.config.batch_length = messages.max(1);
+        self
+    }
+
+    /// How long an empty partition waits before it is polled again (default 100 ms).
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.config.poll_interval = interval;
+        self
+    }
+
+    /// When offsets are stored (default [`AutoCommit::AfterPoll`]).
+    pub fn auto_commit(mut self, policy: AutoCommit) -> Self {
+        self.config.auto_commit = policy;
+        self
+    }
+
+    /// How the consumer will read, as set so far.
+    pub fn config(&self) -> &ConsumerConfig {
+        &self.config
+    }
+
+    /// The consumer. It asks nothing until its first message is asked for.
+    ///
+    /// A group member is refused with `ClientError::GroupConsumerExists` while another
+    /// consumer of the same group lives on this client: the server counts a client as one
+    /// member, so each member of a group needs a client of its own.
+    pub fn build(self) -> Result<C::Consumer, ClientError> {
+        let state = ConsumerState::claiming(self.config, self.client.group_claims())?;
+        Ok(self.client.start_consumer(state))
+    }
+}
+
+#[cfg(test)]
+#[path = "builder_tests.rs"]
+mod tests;
