@@ -417,8 +417,10 @@ fn messages(first: u64, count: u64) -> Vec<Message> {
 
 const FIRST_BATCH: u64 = 30;
 const SECOND_BATCH: u64 = 20;
-/// How long each cancelled call may run: short enough to drop calls mid-request.
-const CANCEL_AFTER: Duration = Duration::from_micros(300);
+/// How long a call cut short may run on mio: it gives up a moment after it submitted.
+/// (tokio's is polled once and dropped.) Every other call runs to its message, so that
+/// the consumer moves on.
+const MIO_CUT: Duration = Duration::from_micros(20);
 /// The bound on reading everything back.
 const READ_DEADLINE: Duration = Duration::from_secs(20);
 
@@ -464,11 +466,25 @@ async fn a_consumer_cancelled_and_resumed_hands_out_every_offset_once_on_both_ad
     let mut on_tokio = Vec::new();
     let deadline = Instant::now() + READ_DEADLINE;
     let mut cancelled = 0u32;
+    let mut calls = 0u32;
     while on_tokio.len() < usize::try_from(FIRST_BATCH).unwrap() && Instant::now() < deadline {
-        match tokio::time::timeout(CANCEL_AFTER, consumer.next()).await {
-            Ok(Some(received)) => on_tokio.push(received.unwrap().message.offset),
-            Ok(None) => panic!("the client closed"),
-            Err(_cancelled) => cancelled += 1,
+        calls += 1;
+        let next = if calls % 2 == 0 {
+            // Polled once: a message at hand comes out, a request in flight is dropped.
+            tokio::select! {
+                biased;
+                next = consumer.next() => Some(next),
+                () = std::future::ready(()) => None,
+            }
+        } else {
+            tokio::time::timeout(READ_DEADLINE, consumer.next())
+                .await
+                .ok()
+        };
+        match next {
+            Some(Some(received)) => on_tokio.push(received.unwrap().message.offset),
+            Some(None) => panic!("the client closed"),
+            None => cancelled += 1,
         }
     }
     // Nothing more there: a wait cut short, then the second batch after it.
@@ -495,8 +511,15 @@ async fn a_consumer_cancelled_and_resumed_hands_out_every_offset_once_on_both_ad
         let mut read = Vec::new();
         let deadline = Instant::now() + READ_DEADLINE;
         let mut cancelled = 0u32;
+        let mut calls = 0u32;
         while read.len() < usize::try_from(FIRST_BATCH).unwrap() && Instant::now() < deadline {
-            match consumer.next_before(Instant::now() + CANCEL_AFTER) {
+            calls += 1;
+            let cut = if calls % 2 == 0 {
+                MIO_CUT
+            } else {
+                READ_DEADLINE
+            };
+            match consumer.next_before(Instant::now() + cut) {
                 Some(received) => read.push(received.unwrap().message.offset),
                 None => cancelled += 1,
             }
