@@ -19,9 +19,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Instant;
 
 use iggy_route_core::client::ClientError;
-use iggy_route_core::client::consumer::{
-    ConsumerHost, ConsumerState, ConsumerStats, GroupClaims, ReceivedMessage, Step,
-};
+use iggy_route_core::client::consumer::{ConsumerState, ConsumerStats, ReceivedMessage, Step};
 use iggy_route_core::wire::Identifier;
 
 use crate::Client;
@@ -29,33 +27,18 @@ use crate::responder::Outcome;
 
 /// Builds a [`TopicConsumer`]; from [`Client::consumer`]. Its settings and their rules are
 /// the core's, the same on both adapters.
-pub type ConsumerBuilder = iggy_route_core::client::consumer::ConsumerBuilder<Client>;
+pub type ConsumerBuilder =
+    iggy_route_core::client::consumer::ConsumerBuilder<Client, TopicConsumer>;
 
 impl Client {
-    /// A builder for a consumer of `stream`/`topic` (named as for [`Client::send`]). The
-    /// consumer asks nothing until its first message is asked for.
+    /// A builder for a consumer of `stream`/`topic` (named as for [`Client::send`]).
     pub fn consumer(
         &self,
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,
     ) -> Result<ConsumerBuilder, ClientError> {
-        ConsumerBuilder::new(self.clone(), stream, topic)
-    }
-}
-
-impl ConsumerHost for Client {
-    type Consumer = TopicConsumer;
-
-    fn group_claims(&self) -> &GroupClaims {
-        self.claims()
-    }
-
-    fn start_consumer(self, state: ConsumerState) -> TopicConsumer {
-        TopicConsumer {
-            client: self,
-            state,
-            in_flight: None,
-        }
+        let claims = self.claims().clone();
+        ConsumerBuilder::new(self.clone(), claims, TopicConsumer::new, stream, topic)
     }
 }
 
@@ -85,6 +68,15 @@ impl Iterator for TopicConsumer {
 }
 
 impl TopicConsumer {
+    /// The consumer that carries out `state`'s requests on `client`.
+    fn new(client: Client, state: ConsumerState) -> Self {
+        Self {
+            client,
+            state,
+            in_flight: None,
+        }
+    }
+
     /// [`Iterator::next`] that gives up at `deadline`: `None` when no message came by
     /// then (or the client is shut down), so that a loop can stop an idle consumer.
     pub fn next_before(

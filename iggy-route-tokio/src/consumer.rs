@@ -18,41 +18,25 @@
 use std::time::Instant;
 
 use iggy_route_core::client::ClientError;
-use iggy_route_core::client::consumer::{
-    ConsumerHost, ConsumerState, ConsumerStats, GroupClaims, ReceivedMessage, Step,
-};
+use iggy_route_core::client::consumer::{ConsumerState, ConsumerStats, ReceivedMessage, Step};
 use iggy_route_core::wire::Identifier;
 
 use crate::Client;
 
 /// Builds a [`TopicConsumer`]; from [`Client::consumer`]. Its settings and their rules are
 /// the core's, the same on both adapters.
-pub type ConsumerBuilder = iggy_route_core::client::consumer::ConsumerBuilder<Client>;
+pub type ConsumerBuilder =
+    iggy_route_core::client::consumer::ConsumerBuilder<Client, TopicConsumer>;
 
 impl Client {
-    /// A builder for a consumer of `stream`/`topic` (named as for [`Client::send`]). The
-    /// consumer asks nothing until [`TopicConsumer::next`] is first awaited.
+    /// A builder for a consumer of `stream`/`topic` (named as for [`Client::send`]).
     pub fn consumer(
         &self,
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,
     ) -> Result<ConsumerBuilder, ClientError> {
-        ConsumerBuilder::new(self.clone(), stream, topic)
-    }
-}
-
-impl ConsumerHost for Client {
-    type Consumer = TopicConsumer;
-
-    fn group_claims(&self) -> &GroupClaims {
-        self.claims()
-    }
-
-    fn start_consumer(self, state: ConsumerState) -> TopicConsumer {
-        TopicConsumer {
-            client: self,
-            state,
-        }
+        let claims = self.claims().clone();
+        ConsumerBuilder::new(self.clone(), claims, TopicConsumer::new, stream, topic)
     }
 }
 
@@ -68,6 +52,11 @@ pub struct TopicConsumer {
 }
 
 impl TopicConsumer {
+    /// The consumer that carries out `state`'s requests on `client`.
+    fn new(client: Client, state: ConsumerState) -> Self {
+        Self { client, state }
+    }
+
     /// The next message; waits for one. Never `None` while the client is up: an error
     /// (a poll that timed out, a node that refused) is returned once and the consumer goes
     /// on after `poll_interval`. `None` once the client is shut down.

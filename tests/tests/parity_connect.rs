@@ -469,7 +469,7 @@ async fn a_consumer_cancelled_and_resumed_hands_out_every_offset_once_on_both_ad
     let mut calls = 0u32;
     while on_tokio.len() < usize::try_from(FIRST_BATCH).unwrap() && Instant::now() < deadline {
         calls += 1;
-        let next = if calls % 2 == 0 {
+        let next = if calls.is_multiple_of(2) {
             // Polled once: a message at hand comes out, a request in flight is dropped.
             tokio::select! {
                 biased;
@@ -514,7 +514,7 @@ async fn a_consumer_cancelled_and_resumed_hands_out_every_offset_once_on_both_ad
         let mut calls = 0u32;
         while read.len() < usize::try_from(FIRST_BATCH).unwrap() && Instant::now() < deadline {
             calls += 1;
-            let cut = if calls % 2 == 0 {
+            let cut = if calls.is_multiple_of(2) {
                 MIO_CUT
             } else {
                 READ_DEADLINE

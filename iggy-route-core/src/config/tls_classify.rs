@@ -52,15 +52,18 @@ impl TlsError {
     /// unknown issuer, expired, revoked, badly signed: every other kind rustls has or
     /// adds).
     fn from_certificate(problem: &CertificateError, checked: &str) -> Self {
-        match problem {
-            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
-                Self::NameMismatch {
-                    name: checked.to_owned(),
-                }
+        let mismatch = matches!(
+            problem,
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
+        );
+        if mismatch {
+            Self::NameMismatch {
+                name: checked.to_owned(),
             }
-            other => Self::CertificateRejected {
-                reason: other.to_string(),
-            },
+        } else {
+            Self::CertificateRejected {
+                reason: problem.to_string(),
+            }
         }
     }
 }

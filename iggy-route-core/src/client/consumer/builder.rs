@@ -1,45 +1,48 @@
 //! The consumer builder both adapters hand out from `Client::consumer`: every setting and
-//! its rule live here; an adapter only says how its client starts the consumer it built
-//! ([`ConsumerHost`]).
+//! its rule live here; an adapter only says how its client's consumer is made around the
+//! [`ConsumerState`] built.
 
+use std::fmt;
 use std::time::Duration;
 
 use super::{AutoCommit, ConsumerConfig, ConsumerIdentity, ConsumerState, GroupClaims};
 use crate::client::{ClientError, identifier};
 use crate::wire::{Identifier, PollingStrategy};
 
-/// What an adapter's client gives the builder: the client's group claims, and how a
-/// consumer is made around a [`ConsumerState`]. Implemented by each adapter's `Client`;
-/// nothing a user calls.
-#[doc(hidden)]
-pub trait ConsumerHost: Sized {
-    /// The adapter's consumer.
-    type Consumer;
-    /// The consumer groups this client's consumers are members of.
-    fn group_claims(&self) -> &GroupClaims;
-    /// The consumer that carries out `state`'s requests on this client.
-    fn start_consumer(self, state: ConsumerState) -> Self::Consumer;
-}
-
-/// Builds a consumer; from `Client::consumer`. A single consumer with id 0 of every
-/// partition unless told otherwise.
-#[derive(Debug)]
-pub struct ConsumerBuilder<C> {
+/// Builds a consumer `T` on client `C`; from `Client::consumer`. A single consumer with id
+/// 0 of every partition unless told otherwise.
+pub struct ConsumerBuilder<C, T> {
     client: C,
+    claims: GroupClaims,
+    start: fn(C, ConsumerState) -> T,
     config: ConsumerConfig,
 }
 
-impl<C: ConsumerHost> ConsumerBuilder<C> {
-    /// A builder for a consumer of `stream`/`topic` on `client`, with the SDK's defaults
-    /// ([`ConsumerConfig::new`]).
+impl<C: fmt::Debug, T> fmt::Debug for ConsumerBuilder<C, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConsumerBuilder")
+            .field("client", &self.client)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C, T> ConsumerBuilder<C, T> {
+    /// A builder for a consumer of `stream`/`topic` on `client`, whose consumers hold
+    /// `claims`, with the SDK's defaults ([`ConsumerConfig::new`]); `start` makes the
+    /// adapter's consumer around the state built. For the adapters' `Client::consumer`.
     #[doc(hidden)]
     pub fn new(
         client: C,
+        claims: GroupClaims,
+        start: fn(C, ConsumerState) -> T,
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,
     ) -> Result<Self, ClientError> {
         Ok(Self {
             client,
+            claims,
+            start,
             config: ConsumerConfig::new(
                 identifier(stream)?,
                 identifier(topic)?,
@@ -47,7 +50,6 @@ impl<C: ConsumerHost> ConsumerBuilder<C> {
             ),
         })
     }
-
     /// A single consumer with this id (its offsets are its own).
     pub fn consumer_id(
         mut self,
@@ -114,9 +116,9 @@ impl<C: ConsumerHost> ConsumerBuilder<C> {
     /// A group member is refused with `ClientError::GroupConsumerExists` while another
     /// consumer of the same group lives on this client: the server counts a client as one
     /// member, so each member of a group needs a client of its own.
-    pub fn build(self) -> Result<C::Consumer, ClientError> {
-        let state = ConsumerState::claiming(self.config, self.client.group_claims())?;
-        Ok(self.client.start_consumer(state))
+    pub fn build(self) -> Result<T, ClientError> {
+        let state = ConsumerState::claiming(self.config, &self.claims)?;
+        Ok((self.start)(self.client, state))
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::{ConsumerBuilder, ConsumerHost};
+use super::ConsumerBuilder;
 use crate::client::ClientError;
 use crate::client::consumer::{AutoCommit, ConsumerIdentity, ConsumerState, GroupClaims};
 use crate::wire::{Identifier, PollingStrategy};
@@ -25,19 +25,24 @@ impl Host {
     }
 }
 
-impl ConsumerHost for Host {
-    type Consumer = ConsumerState;
-    fn group_claims(&self) -> &GroupClaims {
-        &self.claims
-    }
-    fn start_consumer(self, state: ConsumerState) -> ConsumerState {
-        self.started.fetch_add(1, Ordering::Relaxed);
-        state
-    }
+/// The consumer the tests build: the state, once the host counted it.
+fn start(host: Host, state: ConsumerState) -> ConsumerState {
+    host.started.fetch_add(1, Ordering::Relaxed);
+    state
 }
 
-fn builder(host: &Host) -> ConsumerBuilder<Host> {
-    ConsumerBuilder::new(host.clone(), "orders", 7).unwrap()
+type Builder = ConsumerBuilder<Host, ConsumerState>;
+
+fn new(
+    host: &Host,
+    stream: impl TryInto<Identifier, Error: Into<ClientError>>,
+    topic: impl TryInto<Identifier, Error: Into<ClientError>>,
+) -> Result<Builder, ClientError> {
+    Builder::new(host.clone(), host.claims.clone(), start, stream, topic)
+}
+
+fn builder(host: &Host) -> Builder {
+    new(host, "orders", 7).unwrap()
 }
 
 #[test]
@@ -106,8 +111,8 @@ fn names_the_wire_cannot_carry_are_typed_errors_before_anything_is_built() {
     let host = Host::new();
     let too_long = "x".repeat(256);
     for name in ["", too_long.as_str()] {
-        assert!(ConsumerBuilder::new(host.clone(), name, 1).is_err());
-        assert!(ConsumerBuilder::new(host.clone(), 1, name).is_err());
+        assert!(new(&host, name, 1).is_err());
+        assert!(new(&host, 1, name).is_err());
         assert!(builder(&host).group(name).is_err());
         assert!(builder(&host).consumer_id(name).is_err());
     }

@@ -39,7 +39,7 @@ mod builder;
 mod claims;
 mod state;
 
-pub use builder::{ConsumerBuilder, ConsumerHost};
+pub use builder::ConsumerBuilder;
 pub use claims::{GroupClaim, GroupClaims, ResolvedGroup};
 pub use state::ConsumerState;
 
