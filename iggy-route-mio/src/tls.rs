@@ -36,6 +36,8 @@ pub(crate) struct TlsSettings {
     /// `TlsConfig::domain`, checked: the name every node must present. `None`: each
     /// address's own host.
     domain: Option<ServerName<'static>>,
+    /// The settings, for the name each node is checked against.
+    settings: TlsConfig,
 }
 
 impl TlsSettings {
@@ -69,6 +71,7 @@ impl TlsSettings {
         Ok(Self {
             config: Arc::new(config),
             domain,
+            settings: tls.clone(),
         })
     }
 
@@ -76,7 +79,7 @@ impl TlsSettings {
     pub(crate) fn session(&self, addr: &str) -> Result<TlsSession, TlsError> {
         let name = match &self.domain {
             Some(domain) => domain.clone(),
-            None => server_name(TlsConfig::default().server_name_for(addr))?,
+            None => server_name(self.settings.server_name_for(addr))?,
         };
         let shown = name.to_str().into_owned();
         let connection = ClientConnection::new(Arc::clone(&self.config), name)

@@ -69,11 +69,12 @@ pub fn connect_error(error: &io::Error) -> ConnectError {
     }
 }
 
-/// What an event says about the session an adapter's `connect` waits for: `Some(Ok(()))`
+/// What an event says about the session a client's `connect` waits for (read by
+/// [`ConnectWait`]): `Some(Ok(()))`
 /// once the coordinator link has signed in, `Some(Err(..))` when the credentials were
 /// refused for good, `None` for any other event (a refusal that may pass, such as a node
 /// that is not ready, leaves the router trying the next node).
-pub fn session_signal(event: &Event) -> Option<Result<(), ClientError>> {
+pub(crate) fn session_signal(event: &Event) -> Option<Result<(), ClientError>> {
     match event {
         Event::LinkUp {
             role: LinkRole::Coordinator,
