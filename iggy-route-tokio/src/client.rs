@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, info_span};
 
 use crate::driver::{Admission, Command, Driver, IO_QUEUE_LEN};
+use crate::session_wait::wait_for_session;
 use crate::tls::Tls;
 
 /// Where the driver answers one handed-off request.
@@ -114,22 +115,10 @@ impl Client {
             request_timeout,
         };
         // The driver answers as soon as the core reports the session signed in, or the
-        // credentials refused for good; nodes that cannot be reached are the core's to
-        // retry, within the budget.
-        let mut session_signal = session_signal;
-        let outcome = match tokio::time::timeout(budget, &mut session_signal).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(_driver_gone)) => Err(ClientError::Closed),
-            Err(_elapsed) => {
-                // A driver stopped while `connect` waits hands over the TLS failure it met,
-                // if any: it says more than the bare timeout.
-                client.shutdown().await;
-                return Err(match session_signal.try_recv() {
-                    Ok(Err(error)) => error,
-                    Ok(Ok(())) | Err(_) => ClientError::ConnectTimedOut { after: budget },
-                });
-            }
-        };
+        // credentials refused for good, or a TLS handshake failed in a way that retrying
+        // will not mend; nodes that cannot be reached are the core's to retry, within the
+        // budget.
+        let outcome = wait_for_session(session_signal, budget, || client.shutdown()).await;
         match outcome {
             Ok(()) => Ok(client),
             Err(error) => {
