@@ -94,8 +94,9 @@ fn still_connecting(error: &io::Error) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use std::net::{Ipv4Addr, TcpListener};
     use std::time::{Duration, Instant};
 

@@ -85,8 +85,9 @@ pub(crate) fn wait_for_session(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use std::time::Instant;
 
     use iggy_route_core::{Credentials, LinkId, LinkRole};

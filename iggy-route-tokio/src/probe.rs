@@ -61,8 +61,9 @@ pub(crate) async fn speaks_plaintext_iggy(peer: SocketAddr) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
     use crate::tls_peers::{Plain, plain_iggy_server, plain_server};
 

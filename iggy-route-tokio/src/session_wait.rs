@@ -84,8 +84,9 @@ pub(crate) async fn wait_for_session<Stopped: Future<Output = ()>>(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use std::sync::{Arc, Mutex};
     use std::time::Instant;
 
