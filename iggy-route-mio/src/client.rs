@@ -5,7 +5,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::client::{Call, ClientError};
+use iggy_route_core::client::{Call, ClientError, ConnectWait};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
@@ -17,9 +17,6 @@ use crate::resolve::{Lookup, Resolver, system_lookup};
 use crate::responder::{Outcome, Responder};
 use crate::session_wait::{SessionWatch, wait_for_session};
 use crate::tls::TlsSettings;
-
-/// `connect` waits this many connect timeouts for the session to sign in.
-const CONNECT_ATTEMPTS: u32 = 3;
 
 /// A blocking Iggy client whose every request goes to the node that can admit it. Clone it
 /// to share one client (one I/O thread, one session) between threads. See the crate
@@ -97,21 +94,20 @@ impl Client {
 
     /// [`Client::connect`] with the name lookup given (tests use slow or scripted ones).
     pub(crate) fn start(config: Config, lookup: Lookup) -> Result<Client, ClientError> {
-        let budget = config.connect_timeout * CONNECT_ATTEMPTS;
+        let budget = ConnectWait::new(&config).budget();
         let tls = match &config.tls {
             Some(tls) => Some(TlsSettings::new(tls, &config.seeds)?),
             None => None,
         };
         let room_wait = config.request_timeout;
         let poll = Poll::new()?;
+        let (session_ready, session_signal) = mpsc::channel();
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        // The router's seeds are its nodes `0..seeds`.
-        let seeds = config.seeds.len().min(config.max_nodes.max(1));
+        let session = SessionWatch::new(session_ready, &config);
         let probe_delay = probe_delay(config.connect_timeout);
         let router = Router::new(config, entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel();
         let stats = Arc::new(Mutex::new(Stats::default()));
-        let (session_news, session_wait) = mpsc::channel();
         let dialer = Dialer {
             resolver: Resolver::new(lookup, Arc::clone(&waker)),
             tls,
@@ -128,7 +124,7 @@ impl Client {
             dialer,
             command_queue,
             Arc::clone(&stats),
-            SessionWatch::new(session_news, seeds),
+            session,
         )
         .with_claims(claims.clone());
         let io_thread = std::thread::Builder::new()
@@ -148,7 +144,7 @@ impl Client {
         // credentials refused for good, or a TLS handshake failed in a way that retrying
         // will not mend; nodes that cannot be reached are the core's to retry, within the
         // budget.
-        match wait_for_session(&session_wait, budget) {
+        match wait_for_session(&session_signal, budget, || client.shutdown()) {
             Ok(()) => Ok(client),
             Err(error) => {
                 client.shutdown();

@@ -277,6 +277,8 @@ impl IoLoop {
     }
 
     fn shutdown(&mut self) {
+        // First: links the router closes now are no TLS failures for a waiting `connect`.
+        self.session.stopped();
         self.router.shutdown(Instant::now());
         self.drain();
         let links: Vec<LinkId> = self.connections.keys().copied().collect();

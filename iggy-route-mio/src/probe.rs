@@ -1,52 +1,23 @@
-//! Telling a plaintext Iggy node from a slow TLS one.
-//!
-//! A plaintext Iggy 0.11.0 node reads a whole 256-byte header before it judges anything,
-//! and rustls's ClientHello is shorter: such a node waits for the rest in silence, and the
-//! handshake would only time out, exactly as with a TLS node that hangs. A TLS node answers
-//! a ClientHello within a round trip. So when a handshake has had no result for
-//! [`probe_delay`], the loop opens a second, plaintext connection to the same address and
-//! sends a `PING` header, as the SDK's heartbeat may before signing in (no credentials go
-//! out). Only a node that answers with an Iggy header is taken for a plaintext one
-//! (`TlsError::NotTls`); a TLS node answers with an alert or hangs up, which proves
-//! nothing, and the handshake runs on to its deadline.
+//! The plaintext probe's I/O: a second connection to a node whose TLS handshake has had
+//! no result for a while. What it sends, what the answer means and when it starts are the
+//! core's (`iggy_route_core::client::probe_request` and its siblings: see there why a
+//! plaintext Iggy node has to be asked).
 //!
 //! The probe is a non-blocking socket of the loop like any other, under its link's token
 //! with [`PROBE_BIT`] set.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::time::Duration;
 
-use iggy_route_core::wire::{
-    EvictionHeader, HEADER_SIZE, Operation, ReplyHeader, RequestHeader, code,
-};
+pub(crate) use iggy_route_core::client::probe_delay;
+use iggy_route_core::client::{ProbeVerdict, probe_request, probe_verdict};
+use iggy_route_core::wire::HEADER_SIZE;
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
 /// Set in a probe's token; the rest is its link's id. (Link ids never come near it: they
 /// count up from 1 per connect.)
 pub(crate) const PROBE_BIT: usize = 1 << (usize::BITS - 2);
-
-/// The probe never waits longer than this, whatever the connect timeout: a TLS node that
-/// takes a second to answer a ClientHello is already unusually slow.
-const PROBE_DELAY_MAX: Duration = Duration::from_secs(1);
-
-/// How long a handshake may go without a result before its node is probed: a quarter of
-/// the connect timeout, at most a second.
-pub(crate) fn probe_delay(connect_timeout: Duration) -> Duration {
-    (connect_timeout / 4).min(PROBE_DELAY_MAX)
-}
-
-/// What a probe has found out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// Not yet: wait for the socket's next readiness.
-    Pending,
-    /// The node answered the plaintext `PING` in Iggy.
-    PlaintextIggy,
-    /// Nothing learned (an alert, a hang-up, no connection): the handshake decides.
-    Unknown,
-}
 
 /// A plaintext `PING` on its own connection, and the answer read back.
 #[derive(Debug)]
@@ -64,19 +35,8 @@ impl Probe {
     pub(crate) fn start(peer: SocketAddr, registry: &Registry, token: Token) -> io::Result<Self> {
         let mut stream = TcpStream::connect(peer)?;
         registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
-        // The server drops a request from client 0 without a word; any other id will do
-        // for a ping before sign-in.
-        let client = getrandom::u64().map_or(1, |random| random.max(1));
-        let header = RequestHeader::new(
-            Operation::NonReplicated,
-            code::PING,
-            u128::from(client),
-            0,
-            1,
-            0,
-        );
-        let mut ping = [0u8; HEADER_SIZE];
-        header.encode(&mut ping.as_mut_slice());
+        // Any client id but 0 will do for a ping before sign-in; the core sees to that.
+        let ping = probe_request(getrandom::u64().unwrap_or(1));
         Ok(Self {
             stream,
             connected: false,
@@ -89,42 +49,40 @@ impl Probe {
 
     /// Connects, writes the ping and reads the answer's header as far as the socket
     /// allows.
-    pub(crate) fn advance(&mut self) -> Verdict {
+    pub(crate) fn advance(&mut self) -> ProbeVerdict {
         if !self.connected {
             if let Ok(Some(_)) | Err(_) = self.stream.take_error() {
-                return Verdict::Unknown;
+                return ProbeVerdict::Unknown;
             }
             match self.stream.peer_addr() {
                 Ok(_) => self.connected = true,
-                Err(error) if still_connecting(&error) => return Verdict::Pending,
-                Err(_) => return Verdict::Unknown,
+                Err(error) if still_connecting(&error) => return ProbeVerdict::Pending,
+                Err(_) => return ProbeVerdict::Unknown,
             }
         }
         while self.sent < HEADER_SIZE {
             match self.stream.write(&self.ping[self.sent..]) {
-                Ok(0) => return Verdict::Unknown,
+                Ok(0) => return ProbeVerdict::Unknown,
                 Ok(written) => self.sent += written,
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Verdict::Pending,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    return ProbeVerdict::Pending;
+                }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return Verdict::Unknown,
+                Err(_) => return ProbeVerdict::Unknown,
             }
         }
         while self.received < HEADER_SIZE {
             match self.stream.read(&mut self.answer[self.received..]) {
-                Ok(0) => return Verdict::Unknown,
+                Ok(0) => return ProbeVerdict::Unknown,
                 Ok(read) => self.received += read,
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Verdict::Pending,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    return ProbeVerdict::Pending;
+                }
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return Verdict::Unknown,
+                Err(_) => return ProbeVerdict::Unknown,
             }
         }
-        let iggy = ReplyHeader::decode(&self.answer).is_ok()
-            || EvictionHeader::decode(&self.answer).is_ok();
-        if iggy {
-            Verdict::PlaintextIggy
-        } else {
-            Verdict::Unknown
-        }
+        probe_verdict(&self.answer)
     }
 }
 
@@ -136,21 +94,23 @@ fn still_connecting(error: &io::Error) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use std::net::{Ipv4Addr, TcpListener};
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use bytes::BytesMut;
+    use iggy_route_core::wire::{ReplyHeader, RequestHeader, code};
     use mio::{Events, Poll};
 
     use super::*;
 
     /// Runs a probe of `peer` to its verdict (bounded).
-    fn probe(peer: SocketAddr) -> Verdict {
+    fn probe(peer: SocketAddr) -> ProbeVerdict {
         let mut poll = Poll::new().unwrap();
         let Ok(mut probe) = Probe::start(peer, poll.registry(), Token(PROBE_BIT | 1)) else {
-            return Verdict::Unknown;
+            return ProbeVerdict::Unknown;
         };
         let mut events = Events::with_capacity(4);
         let until = Instant::now() + Duration::from_secs(3);
@@ -159,7 +119,7 @@ mod tests {
             poll.poll(&mut events, Some(Duration::from_millis(50)))
                 .unwrap();
             let verdict = probe.advance();
-            if verdict != Verdict::Pending {
+            if verdict != ProbeVerdict::Pending {
                 return verdict;
             }
         }
@@ -180,15 +140,6 @@ mod tests {
     }
 
     #[test]
-    fn the_probe_waits_a_quarter_of_the_connect_timeout_at_most_a_second() {
-        assert_eq!(
-            probe_delay(Duration::from_millis(400)),
-            Duration::from_millis(100)
-        );
-        assert_eq!(probe_delay(Duration::from_secs(30)), PROBE_DELAY_MAX);
-    }
-
-    #[test]
     fn a_node_that_answers_the_ping_in_iggy_speaks_plaintext() {
         let addr = node(|header| {
             let request = RequestHeader::decode(header).unwrap();
@@ -198,19 +149,19 @@ mod tests {
             ReplyHeader::for_request(&request, 0, 1, 0).encode(&mut reply);
             reply.to_vec()
         });
-        assert_eq!(probe(addr), Verdict::PlaintextIggy);
+        assert_eq!(probe(addr), ProbeVerdict::PlaintextIggy);
     }
 
     #[test]
     fn an_alert_a_hang_up_or_no_node_proves_nothing() {
         // What a TLS node answers to plaintext: an alert record, then it closes.
         let alert = node(|_| vec![0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32]);
-        assert_eq!(probe(alert), Verdict::Unknown);
+        assert_eq!(probe(alert), ProbeVerdict::Unknown);
         let garbage = node(|_| vec![0xAB; HEADER_SIZE]);
-        assert_eq!(probe(garbage), Verdict::Unknown);
+        assert_eq!(probe(garbage), ProbeVerdict::Unknown);
         let gone = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let addr = gone.local_addr().unwrap();
         drop(gone);
-        assert_eq!(probe(addr), Verdict::Unknown);
+        assert_eq!(probe(addr), ProbeVerdict::Unknown);
     }
 }

@@ -1,129 +1,107 @@
-//! How [`Client::connect`](crate::Client::connect) learns that its session signed in, or
-//! why it never will, from the I/O thread.
-//!
-//! The core's [`session_signal`] settles the wait on the coordinator's sign-in or a refusal
-//! of the credentials. TLS adds failures the core never sees as such: a handshake the
-//! adapter gave up on. A certificate or configuration problem ([`TlsError::is_fatal`])
-//! settles the wait at once, since dialling again would meet it again. A node that does
-//! not speak TLS may be one node's problem, and the router moves the session on to the
-//! next seed; once every seed has answered so, no seed can carry the session and the wait
-//! ends with `NotTls` (within milliseconds of each other: the router dials the next seed at
-//! once). Other TLS failures (a handshake that did not finish in time) leave the router
-//! trying, and are kept: if the budget runs out, `connect` reports the last of them
-//! instead of a bare `ConnectTimedOut`.
+//! How [`Client::connect`](crate::Client::connect) learns from the I/O thread that its
+//! session signed in, or why it never will. The rule is the core's
+//! [`ConnectWait`](iggy_route_core::client::ConnectWait); this carries its outcome over a
+//! channel, once.
 
-use std::collections::BTreeSet;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use iggy_route_core::client::{ClientError, session_signal};
-use iggy_route_core::{Event, NodeId, TlsError};
+use iggy_route_core::client::{ClientError, ConnectWait};
+use iggy_route_core::{Config, Event, NodeId, TlsError};
 
-/// What the I/O thread tells a waiting `connect`.
-#[derive(Debug)]
-pub(crate) enum SessionNews {
-    /// The wait is over: the session signed in, or cannot.
-    Settled(Result<(), ClientError>),
-    /// A TLS failure that may pass; the router keeps trying.
-    TlsTrouble(TlsError),
-}
+/// Where `Client::connect` waits for the session: signed in, or why not.
+pub(crate) type SessionReady = mpsc::Sender<Result<(), ClientError>>;
 
-/// The I/O thread's side: sends news until the wait is settled, then nothing.
+/// The I/O thread's side: the core's wait, and the channel its outcome goes over.
 #[derive(Debug)]
 pub(crate) struct SessionWatch {
-    news: Option<mpsc::Sender<SessionNews>>,
-    /// How many seeds the router has: node ids `0..seeds`.
-    seeds: usize,
-    /// Seeds that answered in plaintext.
-    not_tls: BTreeSet<NodeId>,
+    ready: Option<SessionReady>,
+    wait: ConnectWait,
 }
 
 impl SessionWatch {
-    /// A watch for a router with `seeds` seed nodes.
-    pub(crate) fn new(news: mpsc::Sender<SessionNews>, seeds: usize) -> Self {
+    pub(crate) fn new(ready: SessionReady, config: &Config) -> Self {
         Self {
-            news: Some(news),
-            seeds,
-            not_tls: BTreeSet::new(),
+            ready: Some(ready),
+            wait: ConnectWait::new(config),
         }
     }
 
     /// Whether `connect` has had its answer (TLS failures are then the router's to retry).
     pub(crate) fn is_settled(&self) -> bool {
-        self.news.is_none()
+        self.wait.is_settled()
     }
 
     /// An event of the router, which may settle the wait.
     pub(crate) fn event(&mut self, event: &Event) {
-        if let Some(signal) = session_signal(event) {
-            self.settle(signal);
-        }
+        let outcome = self.wait.on_event(event);
+        self.send(outcome);
     }
 
     /// A link to `node` failed its TLS handshake (or never finished it).
     pub(crate) fn tls_failed(&mut self, node: NodeId, error: &TlsError) {
-        if *error == TlsError::NotTls && usize::try_from(node.0).is_ok_and(|id| id < self.seeds) {
-            self.not_tls.insert(node);
-        }
-        if error.is_fatal() || (self.seeds > 0 && self.not_tls.len() >= self.seeds) {
-            self.settle(Err(ClientError::Tls(error.clone())));
-        } else if let Some(news) = &self.news {
-            // `connect` may have given up waiting; then nobody listens.
-            let _ = news.send(SessionNews::TlsTrouble(error.clone()));
-        }
+        let outcome = self.wait.on_tls_failure(node, error.clone());
+        self.send(outcome);
     }
 
-    fn settle(&mut self, outcome: Result<(), ClientError>) {
-        if let Some(news) = self.news.take() {
-            let _ = news.send(SessionNews::Settled(outcome));
+    /// The loop stops while `connect` may still wait: a `connect` that ran out of time
+    /// stops it and then reads the channel, and the TLS failure met, if any, says more
+    /// than the bare timeout.
+    pub(crate) fn stopped(&mut self) {
+        let outcome = self.wait.give_up().map(Err);
+        self.send(outcome);
+    }
+
+    fn send(&mut self, outcome: Option<Result<(), ClientError>>) {
+        if let Some(outcome) = outcome
+            && let Some(ready) = self.ready.take()
+        {
+            // `connect` may have given up waiting; then nobody listens.
+            let _ = ready.send(outcome);
         }
     }
 }
 
-/// The client's side: waits up to `budget` for the wait to settle. Past it, the last TLS
-/// failure heard of, else `ConnectTimedOut`.
+/// The client's side: waits up to `budget` for the outcome. Past it, `stop` stops the I/O
+/// thread (which then says why it gave up: the last TLS failure met, else
+/// `ConnectTimedOut`).
 pub(crate) fn wait_for_session(
-    news: &mpsc::Receiver<SessionNews>,
+    ready: &mpsc::Receiver<Result<(), ClientError>>,
     budget: Duration,
+    stop: impl FnOnce(),
 ) -> Result<(), ClientError> {
-    let deadline = Instant::now() + budget;
-    let mut trouble = None;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match news.recv_timeout(left) {
-            Ok(SessionNews::Settled(outcome)) => return outcome,
-            Ok(SessionNews::TlsTrouble(error)) => trouble = Some(error),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                return Err(trouble.map_or(
-                    ClientError::ConnectTimedOut { after: budget },
-                    ClientError::Tls,
-                ));
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(ClientError::Closed),
+    match ready.recv_timeout(budget) {
+        Ok(outcome) => outcome,
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            stop();
+            Err(match ready.try_recv() {
+                Ok(Err(error)) => error,
+                // Signed in just as the budget ran out: too late, the client is stopped.
+                Ok(Ok(())) | Err(_) => ClientError::ConnectTimedOut { after: budget },
+            })
         }
+        Err(mpsc::RecvTimeoutError::Disconnected) => Err(ClientError::Closed),
     }
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
-    use iggy_route_core::{LinkId, LinkRole, NodeId};
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Instant;
+
+    use iggy_route_core::{Credentials, LinkId, LinkRole};
 
     use super::*;
 
     const BUDGET: Duration = Duration::from_millis(200);
 
     /// A watch of a router with two seeds.
-    fn watched() -> (SessionWatch, mpsc::Receiver<SessionNews>) {
+    fn watched() -> (SessionWatch, mpsc::Receiver<Result<(), ClientError>>) {
+        let seeds = vec!["127.0.0.1:1".to_owned(), "127.0.0.1:2".to_owned()];
+        let config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
         let (sender, receiver) = mpsc::channel();
-        (SessionWatch::new(sender, 2), receiver)
-    }
-
-    fn ends_at_once(news: &mpsc::Receiver<SessionNews>, error: &TlsError) {
-        let started = Instant::now();
-        let outcome = wait_for_session(news, BUDGET);
-        assert!(matches!(outcome, Err(ClientError::Tls(e)) if e == *error));
-        assert!(started.elapsed() < BUDGET);
+        (SessionWatch::new(sender, &config), receiver)
     }
 
     #[test]
@@ -134,37 +112,27 @@ mod tests {
         let (mut watch, news) = watched();
         watch.tls_failed(NodeId(0), &rejected);
         assert!(watch.is_settled());
-        ends_at_once(&news, &rejected);
+        let outcome = wait_for_session(&news, BUDGET, || panic!("not stopped"));
+        assert!(matches!(outcome, Err(ClientError::Tls(e)) if e == rejected));
     }
 
     #[test]
-    fn plaintext_nodes_end_the_wait_once_every_seed_answered_so() {
-        let (mut watch, news) = watched();
-        watch.tls_failed(NodeId(0), &TlsError::NotTls);
-        // A node learned from the roster is no seed; the same seed twice counts once.
-        watch.tls_failed(NodeId(5), &TlsError::NotTls);
-        watch.tls_failed(NodeId(0), &TlsError::NotTls);
-        assert!(!watch.is_settled(), "the second seed may carry the session");
-        watch.tls_failed(NodeId(1), &TlsError::NotTls);
-        assert!(watch.is_settled());
-        ends_at_once(&news, &TlsError::NotTls);
-    }
-
-    #[test]
-    fn a_handshake_timeout_is_reported_only_when_the_budget_runs_out() {
-        let (mut watch, news) = watched();
-        watch.tls_failed(NodeId(0), &TlsError::HandshakeTimedOut);
-        assert!(!watch.is_settled());
+    fn a_handshake_timeout_is_reported_when_the_budget_runs_out_and_the_loop_stops() {
+        let (watch, news) = watched();
+        let watch = std::cell::RefCell::new(watch);
+        watch
+            .borrow_mut()
+            .tls_failed(NodeId(0), &TlsError::HandshakeTimedOut);
         let started = Instant::now();
-        let outcome = wait_for_session(&news, BUDGET);
+        let outcome = wait_for_session(&news, BUDGET, || watch.borrow_mut().stopped());
         assert!(started.elapsed() >= BUDGET);
         assert!(matches!(
             outcome,
             Err(ClientError::Tls(TlsError::HandshakeTimedOut))
         ));
         // Without any TLS trouble, a timeout is a timeout.
-        let (_unused, news) = watched();
-        let outcome = wait_for_session(&news, BUDGET);
+        let (mut quiet, news) = watched();
+        let outcome = wait_for_session(&news, BUDGET, || quiet.stopped());
         assert!(matches!(outcome, Err(ClientError::ConnectTimedOut { .. })));
     }
 
@@ -180,7 +148,16 @@ mod tests {
         assert!(watch.is_settled());
         watch.tls_failed(NodeId(0), &TlsError::NotTls);
         watch.tls_failed(NodeId(1), &TlsError::NotTls);
-        assert!(wait_for_session(&news, BUDGET).is_ok());
+        watch.stopped();
+        assert!(wait_for_session(&news, BUDGET, || panic!("not stopped")).is_ok());
         assert!(news.try_recv().is_err(), "nothing after the answer");
+    }
+
+    #[test]
+    fn a_loop_that_is_gone_closes_the_wait() {
+        let (watch, news) = watched();
+        drop(watch);
+        let outcome = wait_for_session(&news, BUDGET, || panic!("not stopped"));
+        assert!(matches!(outcome, Err(ClientError::Closed)));
     }
 }

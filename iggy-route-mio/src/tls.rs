@@ -16,15 +16,13 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
 use iggy_route_core::{ConnectError, TlsConfig, TlsError};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
-use rustls::{CertificateError, ClientConfig, ClientConnection, RootCertStore};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
 /// TLS 1.3 and 1.2, as the server accepts; named so that a change of rustls's defaults
 /// cannot change what is offered.
@@ -38,6 +36,8 @@ pub(crate) struct TlsSettings {
     /// `TlsConfig::domain`, checked: the name every node must present. `None`: each
     /// address's own host.
     domain: Option<ServerName<'static>>,
+    /// The settings, for the name each node is checked against.
+    settings: TlsConfig,
 }
 
 impl TlsSettings {
@@ -63,7 +63,7 @@ impl TlsSettings {
             Some(name) => Some(server_name(name)?),
             None => {
                 for seed in seeds {
-                    server_name(&host_of(seed))?;
+                    server_name(tls.server_name_for(seed))?;
                 }
                 None
             }
@@ -71,6 +71,7 @@ impl TlsSettings {
         Ok(Self {
             config: Arc::new(config),
             domain,
+            settings: tls.clone(),
         })
     }
 
@@ -78,7 +79,7 @@ impl TlsSettings {
     pub(crate) fn session(&self, addr: &str) -> Result<TlsSession, TlsError> {
         let name = match &self.domain {
             Some(domain) => domain.clone(),
-            None => server_name(&host_of(addr))?,
+            None => server_name(self.settings.server_name_for(addr))?,
         };
         let shown = name.to_str().into_owned();
         let connection = ClientConnection::new(Arc::clone(&self.config), name)
@@ -90,44 +91,19 @@ impl TlsSettings {
     }
 }
 
-/// The certificate authorities of a PEM file. Certificates only: other PEM sections (a
-/// key, say) are skipped, and a file with no certificate at all is refused, as it would
-/// make every node's certificate unverifiable.
+/// The certificate authorities of the CA file at `path`, read once; the core judges them.
 fn roots_from_pem(path: &Path) -> Result<RootCertStore, TlsError> {
-    let problem = |problem: String| TlsError::CaFile {
+    let pem = std::fs::read(path).map_err(|error| TlsError::CaFile {
         path: path.to_owned(),
-        problem,
-    };
-    let mut roots = RootCertStore::empty();
-    let certificates = CertificateDer::pem_file_iter(path).map_err(|e| problem(e.to_string()))?;
-    for certificate in certificates {
-        let certificate = certificate.map_err(|e| problem(e.to_string()))?;
-        roots
-            .add(certificate)
-            .map_err(|e| problem(format!("unusable certificate: {e}")))?;
-    }
-    if roots.is_empty() {
-        return Err(problem("no PEM certificate in the file".to_owned()));
-    }
-    Ok(roots)
+        problem: error.to_string(),
+    })?;
+    TlsConfig::ca_roots(path, &pem)
 }
 
 fn server_name(name: &str) -> Result<ServerName<'static>, TlsError> {
     ServerName::try_from(name.to_owned()).map_err(|_| TlsError::InvalidServerName {
         name: name.to_owned(),
     })
-}
-
-/// The host of `host:port` (`[::1]:8090` gives `::1`), the name checked when no domain
-/// is configured.
-fn host_of(addr: &str) -> String {
-    match addr.parse::<SocketAddr>() {
-        Ok(numeric) => numeric.ip().to_string(),
-        Err(_) => addr
-            .rsplit_once(':')
-            .map_or(addr, |(host, _)| host)
-            .to_owned(),
-    }
 }
 
 /// One link's TLS session: rustls's state, driven over the link's non-blocking socket.
@@ -181,65 +157,14 @@ impl TlsSession {
         }
     }
 
-    /// An I/O error during the handshake. A reset is a hang-up with our hello unread (a
-    /// plaintext server that gave up on it), as telling as a clean EOF; anything else is
-    /// reported as for a plain connect.
+    /// An I/O error during the handshake, as the core classifies it.
     fn handshake_io(&self, error: io::Error) -> ConnectError {
-        let hung_up = matches!(
-            error.kind(),
-            io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::UnexpectedEof
-        );
-        if hung_up {
-            ConnectError::Tls(TlsError::NotTls)
-        } else {
-            iggy_route_core::client::connect_error(&error)
-        }
+        ConnectError::Tls(TlsError::from_handshake_io(&error))
     }
 
     /// The typed failure of a handshake that rustls gave up on.
     fn classify(&self, error: rustls::Error) -> TlsError {
-        match &error {
-            rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            ) => TlsError::NameMismatch {
-                name: self.name.clone(),
-            },
-            // Every other kind, including any rustls adds: not accepted.
-            rustls::Error::InvalidCertificate(problem) => TlsError::CertificateRejected {
-                reason: problem.to_string(),
-            },
-            rustls::Error::NoCertificatesPresented => TlsError::CertificateRejected {
-                reason: "the node presented no certificate".to_owned(),
-            },
-            // Bytes that do not even frame as TLS records: the node speaks something else.
-            rustls::Error::InvalidMessage(_) | rustls::Error::PeerSentOversizedRecord => {
-                TlsError::NotTls
-            }
-            // An alert from the node, no protocol version or cipher suite in common, and
-            // the rest: a TLS server that will not talk to us, described as rustls puts it.
-            rustls::Error::AlertReceived(_)
-            | rustls::Error::PeerIncompatible(_)
-            | rustls::Error::PeerMisbehaved(_)
-            | rustls::Error::InappropriateMessage { .. }
-            | rustls::Error::InappropriateHandshakeMessage { .. }
-            | rustls::Error::InvalidEncryptedClientHello(_)
-            | rustls::Error::UnsupportedNameType
-            | rustls::Error::DecryptError
-            | rustls::Error::EncryptError
-            | rustls::Error::InvalidCertRevocationList(_)
-            | rustls::Error::General(_)
-            | rustls::Error::FailedToGetCurrentTime
-            | rustls::Error::FailedToGetRandomBytes
-            | rustls::Error::HandshakeNotComplete
-            | rustls::Error::NoApplicationProtocol
-            | rustls::Error::BadMaxFragmentSize
-            | rustls::Error::InconsistentKeys(_)
-            | rustls::Error::Other(_) => TlsError::Other(error.to_string()),
-            // `rustls::Error` is non-exhaustive: a kind added later is some other failure.
-            other => TlsError::Other(other.to_string()),
-        }
+        TlsError::from_rustls(&error, &self.name)
     }
 
     /// Encrypts queued plaintext frames and writes the records until the socket would

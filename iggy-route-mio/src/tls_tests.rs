@@ -12,7 +12,7 @@ use bytes::Bytes;
 use iggy_route_core::{ConnectError, TlsConfig, TlsError};
 use rustls::ServerConnection;
 
-use super::{TlsSession, TlsSettings, host_of};
+use super::{TlsSession, TlsSettings};
 use crate::test_pki::{Leaf, Pki, TempFile};
 
 /// Both directions of a connection, in memory.
@@ -409,12 +409,4 @@ fn server_names_are_checked_before_any_connect() {
     );
     let settings = TlsSettings::new(&TlsConfig::default(), &seeds[..1]).unwrap();
     assert_eq!(settings.session("[::1]:8090").unwrap().name, "::1");
-}
-
-#[test]
-fn the_host_of_an_address_drops_its_port_and_brackets() {
-    assert_eq!(host_of("127.0.0.1:8090"), "127.0.0.1");
-    assert_eq!(host_of("[::1]:8090"), "::1");
-    assert_eq!(host_of("localhost:8090"), "localhost");
-    assert_eq!(host_of("node-1.example:1"), "node-1.example");
 }

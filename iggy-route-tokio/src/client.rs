@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::client::{Call, ClientError};
+use iggy_route_core::client::{Call, ClientError, ConnectWait};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, info_span};
 
 use crate::driver::{Admission, Command, Driver, IO_QUEUE_LEN};
+use crate::session_wait::wait_for_session;
 use crate::tls::Tls;
 
 /// Where the driver answers one handed-off request.
@@ -20,9 +21,6 @@ pub(crate) type Answer = oneshot::Receiver<Result<Reply, ClientError>>;
 /// Requests waiting for the driver to take them. The router's own queues (and the line of
 /// requests waiting for room in them) are the real bound; this only smooths bursts.
 const COMMAND_QUEUE_LEN: usize = 1024;
-
-/// `connect` waits this many connect timeouts for the session to sign in.
-const CONNECT_ATTEMPTS: u32 = 3;
 
 /// An Iggy client whose every request goes to the node that can admit it. See the crate
 /// documentation.
@@ -84,7 +82,7 @@ impl Client {
             Some(settings) => Some(Arc::new(Tls::new(&config, settings)?)),
             None => None,
         };
-        let budget = config.connect_timeout * CONNECT_ATTEMPTS;
+        let budget = ConnectWait::new(&config).budget();
         let request_timeout = config.request_timeout;
         let router = Router::new(config.clone(), entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel(COMMAND_QUEUE_LEN);
@@ -117,22 +115,10 @@ impl Client {
             request_timeout,
         };
         // The driver answers as soon as the core reports the session signed in, or the
-        // credentials refused for good; nodes that cannot be reached are the core's to
-        // retry, within the budget.
-        let mut session_signal = session_signal;
-        let outcome = match tokio::time::timeout(budget, &mut session_signal).await {
-            Ok(Ok(outcome)) => outcome,
-            Ok(Err(_driver_gone)) => Err(ClientError::Closed),
-            Err(_elapsed) => {
-                // A driver stopped while `connect` waits hands over the TLS failure it met,
-                // if any: it says more than the bare timeout.
-                client.shutdown().await;
-                return Err(match session_signal.try_recv() {
-                    Ok(Err(error)) => error,
-                    Ok(Ok(())) | Err(_) => ClientError::ConnectTimedOut { after: budget },
-                });
-            }
-        };
+        // credentials refused for good, or a TLS handshake failed in a way that retrying
+        // will not mend; nodes that cannot be reached are the core's to retry, within the
+        // budget.
+        let outcome = wait_for_session(session_signal, budget, || client.shutdown()).await;
         match outcome {
             Ok(()) => Ok(client),
             Err(error) => {

@@ -15,24 +15,18 @@
 //! # }
 //! ```
 
-use std::time::Duration;
+use std::time::Instant;
 
-use iggy_route_core::client::consumer::{
-    AutoCommit, ConsumerConfig, ConsumerIdentity, ConsumerState, ConsumerStats, ReceivedMessage,
-    Step,
-};
-use iggy_route_core::client::{ClientError, identifier};
-use iggy_route_core::wire::{Identifier, PollingStrategy};
+use iggy_route_core::client::ClientError;
+use iggy_route_core::client::consumer::{ConsumerState, ConsumerStats, ReceivedMessage, Step};
+use iggy_route_core::wire::Identifier;
 
 use crate::Client;
 
-/// Builds a [`TopicConsumer`]; from [`Client::consumer`]. A single consumer with id 0 of every
-/// partition unless told otherwise.
-#[derive(Debug)]
-pub struct ConsumerBuilder {
-    client: Client,
-    config: ConsumerConfig,
-}
+/// Builds a [`TopicConsumer`]; from [`Client::consumer`]. Its settings and their rules are
+/// the core's, the same on both adapters.
+pub type ConsumerBuilder =
+    iggy_route_core::client::consumer::ConsumerBuilder<Client, TopicConsumer>;
 
 impl Client {
     /// A builder for a consumer of `stream`/`topic` (named as for [`Client::send`]).
@@ -41,83 +35,8 @@ impl Client {
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,
     ) -> Result<ConsumerBuilder, ClientError> {
-        Ok(ConsumerBuilder {
-            client: self.clone(),
-            config: ConsumerConfig::new(
-                identifier(stream)?,
-                identifier(topic)?,
-                ConsumerIdentity::Consumer(Identifier::Numeric(0)),
-            ),
-        })
-    }
-}
-
-impl ConsumerBuilder {
-    /// A single consumer with this id (its offsets are its own).
-    pub fn consumer_id(
-        mut self,
-        id: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<Self, ClientError> {
-        self.config.identity = ConsumerIdentity::Consumer(identifier(id)?);
-        Ok(self)
-    }
-
-    /// A member of this consumer group (created if absent, unless
-    /// [`ConsumerBuilder::create_group`] says not to).
-    pub fn group(
-        mut self,
-        group: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<Self, ClientError> {
-        self.config.identity = ConsumerIdentity::Group(identifier(group)?);
-        Ok(self)
-    }
-
-    /// Whether a missing group is created (default yes).
-    pub fn create_group(mut self, create: bool) -> Self {
-        self.config.create_group = create;
-        self
-    }
-
-    /// A single consumer's one partition (default: all of them).
-    pub fn partition(mut self, partition: u32) -> Self {
-        self.config.partition = Some(partition);
-        self
-    }
-
-    /// Where each partition's first poll starts (default `Next`: after the stored offset).
-    pub fn polling_strategy(mut self, strategy: PollingStrategy) -> Self {
-        self.config.strategy = strategy;
-        self
-    }
-
-    /// Most messages per poll (default 100).
-    pub fn batch_length(mut self, messages: u32) -> Self {
-        self.config.batch_length = messages.max(1);
-        self
-    }
-
-    /// How long an empty partition waits before it is polled again (default 100 ms).
-    pub fn poll_interval(mut self, interval: Duration) -> Self {
-        self.config.poll_interval = interval;
-        self
-    }
-
-    /// When offsets are stored (default [`AutoCommit::AfterPoll`]).
-    pub fn auto_commit(mut self, policy: AutoCommit) -> Self {
-        self.config.auto_commit = policy;
-        self
-    }
-
-    /// The consumer. It asks nothing until [`TopicConsumer::next`] is first awaited.
-    ///
-    /// A group member is refused with `ClientError::GroupConsumerExists` while another
-    /// consumer of the same group lives on this client: the server counts a client as one
-    /// member, so each member of a group needs a client of its own.
-    pub fn build(self) -> Result<TopicConsumer, ClientError> {
-        Ok(TopicConsumer {
-            state: ConsumerState::claiming(self.config, self.client.claims())?,
-            client: self.client,
-        })
+        let claims = self.claims().clone();
+        ConsumerBuilder::new(self.clone(), claims, TopicConsumer::new, stream, topic)
     }
 }
 
@@ -133,28 +52,39 @@ pub struct TopicConsumer {
 }
 
 impl TopicConsumer {
+    /// The consumer that carries out `state`'s requests on `client`.
+    fn new(client: Client, state: ConsumerState) -> Self {
+        Self { client, state }
+    }
+
     /// The next message; waits for one. Never `None` while the client is up: an error
     /// (a poll that timed out, a node that refused) is returned once and the consumer goes
     /// on after `poll_interval`. `None` once the client is shut down.
     pub async fn next(&mut self) -> Option<Result<ReceivedMessage, ClientError>> {
         loop {
-            if let Some(message) = self.state.next_message(std::time::Instant::now()) {
+            if let Some(message) = self.state.next_message(Instant::now()) {
                 return Some(Ok(message));
             }
-            match self.state.next_step(std::time::Instant::now()) {
-                Step::Submit(request) => {
-                    let answer = self.client.request(request).await;
-                    if matches!(answer, Err(ClientError::Closed)) {
-                        return None;
-                    }
-                    match self.state.answer(std::time::Instant::now(), answer) {
-                        Ok(()) => {}
-                        Err(error) => return Some(Err(error)),
-                    }
-                }
-                Step::Wait(until) => {
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
-                }
+            match self.step().await {
+                Ok(()) => {}
+                Err(ClientError::Closed) => return None,
+                Err(error) => return Some(Err(error)),
+            }
+        }
+    }
+
+    /// One step of the state, waited for: its request submitted and answered, or its
+    /// wait slept. A client shut down is `Closed` at once: no answer will ever come, so
+    /// the state is not asked to retry.
+    async fn step(&mut self) -> Result<(), ClientError> {
+        match self.state.next_step(Instant::now()) {
+            Step::Submit(request) => match self.client.request(request).await {
+                Err(ClientError::Closed) => Err(ClientError::Closed),
+                answer => self.state.answer(Instant::now(), answer),
+            },
+            Step::Wait(until) => {
+                tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
+                Ok(())
             }
         }
     }
@@ -165,15 +95,7 @@ impl TopicConsumer {
     /// once, instead of handing some over as each newcomer arrives.
     pub async fn join(&mut self) -> Result<(), ClientError> {
         while !self.state.is_ready() {
-            match self.state.next_step(std::time::Instant::now()) {
-                Step::Submit(request) => {
-                    let answer = self.client.request(request).await;
-                    self.state.answer(std::time::Instant::now(), answer)?;
-                }
-                Step::Wait(until) => {
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
-                }
-            }
+            self.step().await?;
         }
         Ok(())
     }
@@ -184,15 +106,7 @@ impl TopicConsumer {
     pub async fn commit(&mut self) -> Result<(), ClientError> {
         self.state.request_commit();
         while self.state.commit_requested() {
-            match self.state.next_step(std::time::Instant::now()) {
-                Step::Submit(request) => {
-                    let answer = self.client.request(request).await;
-                    self.state.answer(std::time::Instant::now(), answer)?;
-                }
-                Step::Wait(until) => {
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(until)).await;
-                }
-            }
+            self.step().await?;
         }
         Ok(())
     }

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::client::{ClientError, session_signal};
 use iggy_route_core::{
     CloseReason, Config, ConnectError, LinkId, NodeId, Output, Reply, Request, RequestId, Router,
     Stats, TlsError,
@@ -20,7 +20,8 @@ use tokio::task::JoinHandle;
 use tracing::{Instrument, debug_span, error, trace};
 
 use crate::connection::{self, IoEvent};
-use crate::tls::{EarlyFailures, SessionReady, Tls};
+use crate::session_wait::{SessionReady, SessionWatch};
+use crate::tls::Tls;
 
 /// Inputs handled per wake before the driver yields to the runtime, so a flood of bytes
 /// or requests cannot starve other tasks on its worker.
@@ -87,12 +88,10 @@ pub(crate) struct Driver {
     pending: HashMap<RequestId, ReplySender>,
     io_events: mpsc::Sender<IoEvent>,
     stats: Arc<Mutex<Stats>>,
-    /// `Client::connect` waits on this until the session signed in or was refused.
-    session_ready: Option<SessionReady>,
+    /// `Client::connect` waits on this until the session signed in or cannot.
+    session: SessionWatch,
     /// Every link's TLS settings, when `Config::tls` is set.
     tls: Option<Arc<Tls>>,
-    /// What TLS failures before sign-in mean for `Client::connect`.
-    early_failures: EarlyFailures,
     /// Shutting down: links the router closes now are not failures.
     stopping: bool,
     /// When the driver last looked for abandoned requests.
@@ -118,9 +117,8 @@ impl Driver {
             pending: HashMap::new(),
             io_events,
             stats,
-            session_ready: Some(session_ready),
+            session: SessionWatch::new(session_ready, config),
             tls,
-            early_failures: EarlyFailures::new(config),
             stopping: false,
             swept_at: Instant::now(),
             claims,
@@ -260,9 +258,7 @@ impl Driver {
             IoEvent::ConnectFailed { link, reason } => {
                 if let Some(tasks) = self.links.remove(&link) {
                     if let ConnectError::Tls(error) = &reason {
-                        let ready = &mut self.session_ready;
-                        self.early_failures
-                            .failed(ready, link, tasks.node, error.clone());
+                        self.session.tls_failed(link, tasks.node, error.clone());
                     }
                     tasks.abort();
                     self.router.handle_connect_failed(now, link, reason);
@@ -307,10 +303,8 @@ impl Driver {
                         // The router closes a link that is still connecting only when its
                         // connect timeout ran out: with TCP up, the handshake did not finish.
                         if tasks.handshaking && tasks.writer.is_none() && !self.stopping {
-                            let ready = &mut self.session_ready;
                             let timed_out = TlsError::HandshakeTimedOut;
-                            self.early_failures
-                                .failed(ready, link, tasks.node, timed_out);
+                            self.session.tls_failed(link, tasks.node, timed_out);
                         }
                         tasks.abort();
                     }
@@ -325,12 +319,7 @@ impl Driver {
                     }
                 }
                 Output::Event(event) => {
-                    if let Some(signal) = session_signal(&event)
-                        && let Some(ready) = self.session_ready.take()
-                    {
-                        // `connect` may have given up waiting; then nobody listens.
-                        let _ = ready.send(signal);
-                    }
+                    self.session.event(&event);
                     event.log();
                 }
             }
@@ -365,7 +354,7 @@ impl Driver {
 
     fn shutdown(&mut self) {
         self.stopping = true;
-        self.early_failures.stopped(&mut self.session_ready);
+        self.session.stopped();
         // Requests waiting for room end `Closed`, the router's others `Shutdown`.
         self.router.shutdown(Instant::now());
         self.drain();

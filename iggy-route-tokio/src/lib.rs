@@ -76,6 +76,7 @@ pub mod consumer;
 mod driver;
 mod probe;
 pub mod producer;
+mod session_wait;
 mod tls;
 #[cfg(test)]
 mod tls_peers;

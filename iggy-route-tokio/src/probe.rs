@@ -1,37 +1,20 @@
-//! Telling a plaintext Iggy node from a slow TLS one.
-//!
-//! A plaintext Iggy 0.11.0 node reads a 256-byte header before it judges anything, and a
-//! rustls ClientHello is shorter (236 bytes with a `localhost` SNI): the node waits for the
-//! rest in silence, and the handshake would simply time out, exactly like a TLS node that
-//! hangs. A TLS node answers a ClientHello within a round trip. So when a handshake has had
-//! no result for a while ([`probe_delay`]), a second connection to the same address sends a
-//! pre-authentication `PING` in plaintext, without credentials, as the SDK's heartbeat does
-//! before it signs in. Only a node that answers it with an Iggy frame is reported as
-//! `TlsError::NotTls`; a TLS node answers with an alert and closes, which proves nothing,
-//! and the handshake goes on until its deadline.
+//! The plaintext probe's I/O: a second connection to a node whose TLS handshake has had
+//! no result for a while. What it sends, what the answer means and when it starts are the
+//! core's (`iggy_route_core::client::probe_request` and its siblings: see there why a
+//! plaintext Iggy node has to be asked).
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use iggy_route_core::TlsError;
-use iggy_route_core::wire::{
-    EvictionHeader, HEADER_SIZE, Operation, ReplyHeader, RequestHeader, code,
-};
+use iggy_route_core::client::{ProbeVerdict, probe_request, probe_verdict};
+use iggy_route_core::wire::HEADER_SIZE;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::debug;
 
-/// The probe never waits longer than this for a handshake, whatever the connect timeout:
-/// a TLS node that takes a second to answer a ClientHello is already unusually slow.
-const PROBE_DELAY_MAX: Duration = Duration::from_secs(1);
-
-/// How long a handshake may go without a result before the probe: a quarter of the
-/// connect timeout, at most [`PROBE_DELAY_MAX`].
-pub(crate) fn probe_delay(connect_timeout: Duration) -> Duration {
-    (connect_timeout / 4).min(PROBE_DELAY_MAX)
-}
+pub(crate) use iggy_route_core::client::probe_delay;
 
 /// Runs `handshake`; should it have no result after `delay`, probes `peer` alongside it,
 /// and ends it with `TlsError::NotTls` if the node answers in plaintext Iggy. The
@@ -64,47 +47,25 @@ pub(crate) async fn speaks_plaintext_iggy(peer: SocketAddr) -> bool {
     let Ok(mut stream) = TcpStream::connect(peer).await else {
         return false;
     };
-    // The server drops a request whose client id is 0 without a word; any other will do
-    // for a ping before sign-in.
-    let client = getrandom::u64().map_or(1, |random| random.max(1));
-    let header = RequestHeader::new(
-        Operation::NonReplicated,
-        code::PING,
-        u128::from(client),
-        0,
-        1,
-        0,
-    );
-    let mut ping = BytesMut::with_capacity(HEADER_SIZE);
-    header.encode(&mut ping);
+    // Any client id but 0 will do for a ping before sign-in; the core sees to that.
+    let ping = probe_request(getrandom::u64().unwrap_or(1));
     if stream.write_all(&ping).await.is_err() {
         return false;
     }
     let mut answer = [0u8; HEADER_SIZE];
     if stream.read_exact(&mut answer).await.is_err() {
+        // A hang-up before a whole header proves nothing.
         return false;
     }
-    ReplyHeader::decode(&answer).is_ok() || EvictionHeader::decode(&answer).is_ok()
+    probe_verdict(&answer) == ProbeVerdict::PlaintextIggy
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
     use crate::tls_peers::{Plain, plain_iggy_server, plain_server};
-
-    #[test]
-    fn the_probe_waits_a_quarter_of_the_connect_timeout_at_most_a_second() {
-        assert_eq!(
-            probe_delay(Duration::from_millis(400)),
-            Duration::from_millis(100)
-        );
-        assert_eq!(
-            probe_delay(Duration::from_secs(3)),
-            Duration::from_millis(750)
-        );
-        assert_eq!(probe_delay(Duration::from_secs(30)), PROBE_DELAY_MAX);
-    }
 
     #[tokio::test]
     async fn a_node_answering_a_plaintext_ping_speaks_plaintext_iggy() {

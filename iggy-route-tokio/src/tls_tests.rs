@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use iggy_route_core::Credentials;
+use rustls::CertificateError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
@@ -37,14 +38,6 @@ fn ca_problem(result: Result<Tls, TlsError>) -> (PathBuf, String) {
         Err(TlsError::CaFile { path, problem }) => (path, problem),
         other => panic!("expected a CA file error, got {other:?}"),
     }
-}
-
-#[test]
-fn hosts_are_taken_from_addresses_without_port_or_brackets() {
-    assert_eq!(host("127.0.0.1:8090"), "127.0.0.1");
-    assert_eq!(host("node-1.iggy.example:8090"), "node-1.iggy.example");
-    assert_eq!(host("[::1]:8090"), "::1");
-    assert_eq!(host("bare"), "bare");
 }
 
 #[test]
@@ -330,37 +323,4 @@ fn rustls_errors_map_to_typed_tls_errors() {
         )),
         TlsError::Other(_)
     ));
-}
-
-#[test]
-fn fatal_failures_end_connect_at_once() {
-    let mut early = EarlyFailures::new(&config(&["a:1", "b:1"], None, None));
-    let rejected = TlsError::CertificateRejected {
-        reason: "UnknownIssuer".to_owned(),
-    };
-    assert_eq!(early.verdict(NodeId(0), rejected.clone()), Some(rejected));
-}
-
-#[test]
-fn not_tls_ends_connect_once_every_seed_answered_so() {
-    let mut early = EarlyFailures::new(&config(&["a:1", "b:1", "c:1"], None, None));
-    assert_eq!(early.verdict(NodeId(0), TlsError::NotTls), None);
-    // The same seed again, and a node that is no seed, do not count twice.
-    assert_eq!(early.verdict(NodeId(0), TlsError::NotTls), None);
-    assert_eq!(early.verdict(NodeId(7), TlsError::NotTls), None);
-    assert_eq!(early.verdict(NodeId(1), TlsError::HandshakeTimedOut), None);
-    assert_eq!(early.verdict(NodeId(1), TlsError::NotTls), None);
-    assert_eq!(
-        early.verdict(NodeId(2), TlsError::NotTls),
-        Some(TlsError::NotTls)
-    );
-}
-
-#[test]
-fn passing_failures_are_kept_for_a_connect_that_runs_out_of_time() {
-    let mut early = EarlyFailures::new(&config(&["a:1", "b:1"], None, None));
-    assert_eq!(early.take_latest(), None);
-    assert_eq!(early.verdict(NodeId(0), TlsError::HandshakeTimedOut), None);
-    assert_eq!(early.verdict(NodeId(1), TlsError::NotTls), None);
-    assert_eq!(early.take_latest(), Some(TlsError::NotTls));
 }

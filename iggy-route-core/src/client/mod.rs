@@ -14,9 +14,11 @@ mod calls_groups;
 mod calls_session;
 mod calls_system;
 mod calls_users;
+mod connect_wait;
 pub mod consumer;
 mod error;
 mod operations;
+mod probe;
 pub mod producer;
 
 #[cfg(test)]
@@ -25,7 +27,9 @@ mod tests;
 use std::io;
 
 pub use call::{Call, ExpectedReply};
+pub use connect_wait::ConnectWait;
 pub use error::ClientError;
+pub use probe::{ProbeVerdict, probe_delay, probe_request, probe_verdict};
 
 use crate::ConnectError;
 use crate::event::{Event, LinkRole};
@@ -65,11 +69,12 @@ pub fn connect_error(error: &io::Error) -> ConnectError {
     }
 }
 
-/// What an event says about the session an adapter's `connect` waits for: `Some(Ok(()))`
+/// What an event says about the session a client's `connect` waits for (read by
+/// [`ConnectWait`]): `Some(Ok(()))`
 /// once the coordinator link has signed in, `Some(Err(..))` when the credentials were
 /// refused for good, `None` for any other event (a refusal that may pass, such as a node
 /// that is not ready, leaves the router trying the next node).
-pub fn session_signal(event: &Event) -> Option<Result<(), ClientError>> {
+pub(crate) fn session_signal(event: &Event) -> Option<Result<(), ClientError>> {
     match event {
         Event::LinkUp {
             role: LinkRole::Coordinator,

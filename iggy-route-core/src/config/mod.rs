@@ -9,6 +9,10 @@ use crate::wire::Password;
 mod connection_string;
 mod duration;
 mod tls;
+#[cfg(feature = "rustls")]
+mod tls_classify;
+#[cfg(feature = "rustls")]
+mod tls_roots;
 mod validate;
 
 pub use connection_string::{AddressProblem, ConnectionStringError, CredentialsProblem};

@@ -2,6 +2,7 @@
 //! the adapters wrap every link's socket (coordinator and data links alike) in a TLS session
 //! made from these settings, and report what goes wrong as a [`TlsError`].
 
+use std::io;
 use std::path::PathBuf;
 
 /// How every link is secured, when it is (`Config::tls`).
@@ -14,6 +15,22 @@ pub struct TlsConfig {
     /// A PEM file of the certificate authorities to trust instead of the bundled web PKI
     /// roots (`webpki-roots`). The SDK's `tls_ca_file`.
     pub ca_file: Option<PathBuf>,
+}
+
+impl TlsConfig {
+    /// The name the node at `addr` (`host:port`) must prove, and that is sent as SNI:
+    /// [`TlsConfig::domain`], or the address's own host, without the brackets of an IPv6
+    /// literal (`[::1]:8090` gives `::1`). Whether it is a valid name is the TLS library's
+    /// to judge.
+    pub fn server_name_for<'a>(&'a self, addr: &'a str) -> &'a str {
+        if let Some(domain) = &self.domain {
+            return domain;
+        }
+        let host = addr.rsplit_once(':').map_or(addr, |(host, _port)| host);
+        host.strip_prefix('[')
+            .and_then(|inner| inner.strip_suffix(']'))
+            .unwrap_or(host)
+    }
 }
 
 /// Why a TLS session could not be set up or was not accepted. Typed so that a caller can
@@ -74,4 +91,28 @@ impl TlsError {
             Self::NotTls | Self::HandshakeTimedOut | Self::Other(_) => false,
         }
     }
+
+    /// What a socket error during the handshake means. The node hanging up on the
+    /// ClientHello is what a server that does not speak TLS does when it cannot make sense
+    /// of it (a plaintext Iggy node refuses the frame size it reads from it), while a TLS
+    /// server that refuses a client sends an alert first; anything else is some other
+    /// failure, with its message.
+    pub fn from_handshake_io(error: &io::Error) -> Self {
+        let hung_up = matches!(
+            error.kind(),
+            io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe
+        );
+        if hung_up {
+            Self::NotTls
+        } else {
+            Self::Other(error.to_string())
+        }
+    }
 }
+
+#[cfg(test)]
+#[path = "tls_tests.rs"]
+mod tests;

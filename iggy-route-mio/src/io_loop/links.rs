@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use iggy_route_core::client::connect_error;
+use iggy_route_core::client::{ProbeVerdict, connect_error};
 use iggy_route_core::{CloseReason, ConnectError, LinkId, NodeId, TlsError};
 use mio::Token;
 use mio::event::Event as Readiness;
@@ -14,7 +14,7 @@ use tracing::{debug, debug_span, warn};
 
 use super::IoLoop;
 use crate::connection::{ConnectState, Connection};
-use crate::probe::{PROBE_BIT, Probe, Verdict};
+use crate::probe::{PROBE_BIT, Probe};
 use crate::resolve::{Resolution, Resolver};
 use crate::tls::{TlsSession, TlsSettings};
 
@@ -284,7 +284,7 @@ impl IoLoop {
             return;
         };
         let verdict = probe.advance();
-        if verdict == Verdict::Pending {
+        if verdict == ProbeVerdict::Pending {
             return;
         }
         self.forget_probe(link);
@@ -294,12 +294,12 @@ impl IoLoop {
         let (span, node) = (connection.span.clone(), connection.node);
         let _entered = span.enter();
         match verdict {
-            Verdict::PlaintextIggy => {
+            ProbeVerdict::PlaintextIggy => {
                 self.forget(link);
                 self.connect_failed(link, node, ConnectError::Tls(TlsError::NotTls));
                 self.drain();
             }
-            Verdict::Unknown | Verdict::Pending => debug!("the probe learned nothing"),
+            ProbeVerdict::Unknown | ProbeVerdict::Pending => debug!("the probe learned nothing"),
         }
     }
 

@@ -35,9 +35,11 @@ use std::time::{Duration, Instant};
 use crate::request::Request;
 use crate::wire::{Identifier, PolledMessage, PollingStrategy};
 
+mod builder;
 mod claims;
 mod state;
 
+pub use builder::ConsumerBuilder;
 pub use claims::{GroupClaim, GroupClaims, ResolvedGroup};
 pub use state::ConsumerState;
 
