@@ -37,19 +37,17 @@
 
 mod background;
 mod direct;
-mod room;
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iggy_route_core::ConfigError;
-use iggy_route_core::client::producer::ProducerConfig;
+use iggy_route_core::SendReceipt;
+use iggy_route_core::client::producer::{DirectProducer, ProducerConfig};
 use iggy_route_core::client::{ClientError, identifier};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
-use iggy_route_core::{SendReceipt, SubmitError};
 
 use crate::Client;
 
@@ -134,10 +132,7 @@ impl<M> ProducerBuilder<M> {
 
     /// Background mode: `send` returns once buffered, within these bounds.
     pub fn background(mut self, config: BackgroundConfig) -> ProducerBuilder<Background> {
-        self.config.max_buffered_messages = config.max_buffered_messages;
-        self.config.max_buffered_bytes = config.max_buffered_bytes;
-        self.config.max_in_flight = config.max_in_flight;
-        self.config.backpressure = config.backpressure;
+        self.config.set_background(&config);
         self.on_error = config.on_error;
         self.into_mode()
     }
@@ -152,25 +147,17 @@ impl<M> ProducerBuilder<M> {
             mode: PhantomData,
         }
     }
-
-    /// The checks both modes share: a batch of zero messages or bytes could never go.
-    fn check_batch_bounds(&self) -> Result<(), ClientError> {
-        if self.config.batch_length == 0 {
-            return Err(zero("batch_length"));
-        }
-        if self.config.batch_size == 0 {
-            return Err(zero("batch_size"));
-        }
-        Ok(())
-    }
 }
 
 impl ProducerBuilder<Direct> {
     /// The producer. Fails with a typed `ClientError::Config` for a zero `batch_length` or
-    /// `batch_size`.
+    /// `batch_size` ([`ProducerConfig::validate_direct`]).
     pub fn build(self) -> Result<Producer<Direct>, ClientError> {
-        self.check_batch_bounds()?;
-        let mode = Direct::new(self.client, self.stream, self.topic, self.config);
+        self.config.validate_direct()?;
+        let mode = Direct {
+            client: self.client,
+            producer: DirectProducer::new(self.stream, self.topic, self.config),
+        };
         Ok(Producer {
             mode: Arc::new(mode),
         })
@@ -179,36 +166,11 @@ impl ProducerBuilder<Direct> {
 
 impl ProducerBuilder<Background> {
     /// The producer, and its task (spawned on the current tokio runtime). Fails with a
-    /// typed `ClientError::Config` for a zero bound, a `linger_time` not shorter than the
-    /// client's `request_timeout` or a `BlockWithTimeout` over a day, and with
-    /// `ClientError::Io` outside a tokio runtime.
+    /// typed `ClientError::Config` for a zero bound or a duration over a day
+    /// ([`ProducerConfig::validate_background`]), and with `ClientError::Io` outside a
+    /// tokio runtime.
     pub fn build(self) -> Result<Producer<Background>, ClientError> {
-        self.check_batch_bounds()?;
-        let config = &self.config;
-        for (field, value) in [
-            ("max_buffered_messages", config.max_buffered_messages),
-            ("max_buffered_bytes", config.max_buffered_bytes),
-            ("max_in_flight", config.max_in_flight),
-        ] {
-            if value == 0 {
-                return Err(zero(field));
-            }
-        }
-        // The buffer adds the linger to instants: keep it well inside what an instant holds,
-        // and shorter than a request may take, as the router's own linger must be.
-        if config.linger_time >= self.client.request_timeout() {
-            return Err(ClientError::Config(ConfigError::OutOfRange {
-                field: "linger_time",
-                why: "it must be shorter than request_timeout",
-            }));
-        }
-        if let Backpressure::BlockWithTimeout(wait) = config.backpressure
-            && wait > LONGEST_WAIT
-        {
-            return Err(ClientError::Config(ConfigError::TooLong {
-                field: "backpressure",
-            }));
-        }
+        self.config.validate_background()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|error| {
             ClientError::Io(std::io::Error::other(format!(
                 "a background producer needs a tokio runtime: {error}"
@@ -226,14 +188,6 @@ impl ProducerBuilder<Background> {
             mode: Arc::new(mode),
         })
     }
-}
-
-/// The longest `Backpressure::BlockWithTimeout` accepted: what the router accepts for its
-/// own bounds.
-const LONGEST_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
-
-fn zero(field: &'static str) -> ClientError {
-    ClientError::Config(ConfigError::Zero { field })
 }
 
 /// A producer for one stream and topic: [`Producer<Direct>`] or [`Producer<Background>`]
@@ -288,13 +242,13 @@ impl Producer<Direct> {
     /// Stops the producer: later sends fail with `ClientError::Closed`. Sends already
     /// running finish as they would have. The client stays connected.
     pub async fn shutdown(&self) -> Result<(), ProducerError> {
-        self.mode.close();
+        self.mode.producer.close();
         Ok(())
     }
 
     /// Counters: messages acknowledged and failed, chunks in flight (nothing is buffered).
     pub fn stats(&self) -> ProducerStats {
-        self.mode.stats()
+        self.mode.producer.stats()
     }
 }
 
@@ -306,7 +260,8 @@ impl Producer<Background> {
     /// call cancelled (its future dropped) while it waits for room is not sent.
     ///
     /// Fails at once with `SubmitError::EmptyBatch` for no messages, with
-    /// `ClientError::Invalid` for a call larger than the whole buffer, with
+    /// `ClientError::Invalid` for a call larger than the whole buffer (it could never
+    /// fit), with
     /// `ClientError::QueueFull` when there is no room (`FailImmediately`, or
     /// `BlockWithTimeout` past its timeout), and with `ClientError::Closed` after
     /// [`Producer::shutdown`].
@@ -338,19 +293,6 @@ impl Producer<Background> {
     pub fn stats(&self) -> ProducerStats {
         self.mode.stats()
     }
-}
-
-/// What a call larger than the whole background buffer is told: it could never fit.
-fn larger_than_buffer(bytes: usize) -> ClientError {
-    ClientError::Invalid(iggy_route_core::wire::WireError::InvalidLength {
-        field: "producer send (larger than the producer's buffer)",
-        len: bytes,
-    })
-}
-
-/// What a call of no messages is told, as by [`Client::send`].
-fn empty_send() -> ClientError {
-    ClientError::Submit(SubmitError::EmptyBatch)
 }
 
 /// Producers are shared across tasks: keep them `Clone + Send + Sync`.
