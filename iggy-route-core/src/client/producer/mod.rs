@@ -9,16 +9,18 @@ mod background;
 mod buffer;
 mod config;
 mod direct;
+mod output;
 
 #[cfg(test)]
 mod tests;
 
-pub use background::{Handles, Offered, Output, ProducerState, Refusal, WaitId};
+pub use background::{Offered, ProducerState, Refusal, WaitId};
 pub use buffer::ProducerBuffer;
 pub use config::{
     BackgroundConfig, Backpressure, ErrorCallback, LONGEST_PRODUCER_WAIT, ProducerConfig,
 };
 pub use direct::{DirectCall, DirectProducer, chunks};
+pub use output::{Handles, Output};
 
 use crate::client::ClientError;
 use crate::request::{Request, SendReceipt};
