@@ -42,14 +42,13 @@ mod background;
 mod delivery;
 mod direct;
 
-use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
 use iggy_route_core::SendReceipt;
 use iggy_route_core::client::ClientError;
-use iggy_route_core::client::producer::{DirectProducer, ProducerConfig};
+use iggy_route_core::client::producer::{DirectProducer, ProducerSettings};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 
@@ -80,25 +79,11 @@ impl<Mode> Clone for Producer<Mode> {
 
 /// Sets up a [`Producer`]: [`Client::producer`], then the settings, then
 /// [`build`](ProducerBuilder::build).
+#[derive(Debug)]
 pub struct ProducerBuilder<Mode = Direct> {
     client: Client,
-    stream: Identifier,
-    topic: Identifier,
-    config: ProducerConfig,
-    on_error: Option<ErrorCallback>,
+    settings: ProducerSettings,
     mode: PhantomData<fn() -> Mode>,
-}
-
-// By hand: a callback has no `Debug`.
-impl<Mode> fmt::Debug for ProducerBuilder<Mode> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProducerBuilder")
-            .field("stream", &self.stream)
-            .field("topic", &self.topic)
-            .field("config", &self.config)
-            .field("on_error", &self.on_error.is_some())
-            .finish_non_exhaustive()
-    }
 }
 
 impl Client {
@@ -111,10 +96,10 @@ impl Client {
     ) -> Result<ProducerBuilder<Direct>, ClientError> {
         Ok(ProducerBuilder {
             client: self.clone(),
-            stream: iggy_route_core::client::identifier(stream)?,
-            topic: iggy_route_core::client::identifier(topic)?,
-            config: ProducerConfig::default(),
-            on_error: None,
+            settings: ProducerSettings::new(
+                iggy_route_core::client::identifier(stream)?,
+                iggy_route_core::client::identifier(topic)?,
+            ),
             mode: PhantomData,
         })
     }
@@ -125,14 +110,14 @@ impl<Mode> ProducerBuilder<Mode> {
     /// next partition for every batch).
     #[must_use]
     pub fn partitioning(mut self, partitioning: Partitioning) -> Self {
-        self.config.partitioning = partitioning;
+        self.settings.config.partitioning = partitioning;
         self
     }
 
     /// Most messages per send submitted (default 1,000).
     #[must_use]
     pub fn batch_length(mut self, messages: u32) -> Self {
-        self.config.batch_length = messages;
+        self.settings.config.batch_length = messages;
         self
     }
 
@@ -140,7 +125,7 @@ impl<Mode> ProducerBuilder<Mode> {
     /// 1 MiB). A single message above it goes alone.
     #[must_use]
     pub fn batch_size(mut self, bytes: usize) -> Self {
-        self.config.batch_size = bytes;
+        self.settings.config.batch_size = bytes;
         self
     }
 
@@ -148,7 +133,7 @@ impl<Mode> ProducerBuilder<Mode> {
     /// (default 1 ms). Direct mode sends at once.
     #[must_use]
     pub fn linger_time(mut self, linger: Duration) -> Self {
-        self.config.linger_time = linger;
+        self.settings.config.linger_time = linger;
         self
     }
 
@@ -160,18 +145,14 @@ impl<Mode> ProducerBuilder<Mode> {
     /// Background mode: `send` buffers, a thread of the producer submits.
     pub fn background(self, background: BackgroundConfig) -> ProducerBuilder<Background> {
         let mut builder = self.into_mode();
-        builder.config.set_background(&background);
-        builder.on_error = background.on_error;
+        builder.settings.set_background(background);
         builder
     }
 
     fn into_mode<Other>(self) -> ProducerBuilder<Other> {
         ProducerBuilder {
             client: self.client,
-            stream: self.stream,
-            topic: self.topic,
-            config: self.config,
-            on_error: self.on_error,
+            settings: self.settings,
             mode: PhantomData,
         }
     }
@@ -179,12 +160,12 @@ impl<Mode> ProducerBuilder<Mode> {
 
 impl ProducerBuilder<Direct> {
     /// A direct producer. Fails with `ClientError::Config` for a zero bound
-    /// ([`ProducerConfig::validate_direct`]).
+    /// (`ProducerConfig::validate_direct`).
     pub fn build(self) -> Result<Producer<Direct>, ClientError> {
-        self.config.validate_direct()?;
+        self.settings.config.validate_direct()?;
         let direct = Direct {
             client: self.client,
-            producer: DirectProducer::new(self.stream, self.topic, self.config),
+            producer: DirectProducer::new(self.settings),
         };
         Ok(Producer {
             mode: Arc::new(direct),
@@ -195,17 +176,11 @@ impl ProducerBuilder<Direct> {
 impl ProducerBuilder<Background> {
     /// A background producer, with its thread started. Fails with `ClientError::Config`
     /// for a zero bound or a duration over a day
-    /// ([`ProducerConfig::validate_background`]), and with `ClientError::Io` when the
+    /// (`ProducerConfig::validate_background`), and with `ClientError::Io` when the
     /// thread cannot be spawned.
     pub fn build(self) -> Result<Producer<Background>, ClientError> {
-        self.config.validate_background()?;
-        let background = Background::start(
-            self.client,
-            self.stream,
-            self.topic,
-            self.config,
-            self.on_error,
-        )?;
+        self.settings.config.validate_background()?;
+        let background = Background::start(self.client, self.settings)?;
         Ok(Producer {
             mode: Arc::new(background),
         })

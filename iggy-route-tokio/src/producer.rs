@@ -44,7 +44,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iggy_route_core::SendReceipt;
-use iggy_route_core::client::producer::{DirectProducer, ProducerConfig};
+use iggy_route_core::client::producer::{DirectProducer, ProducerSettings};
 use iggy_route_core::client::{ClientError, identifier};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
@@ -59,23 +59,11 @@ pub use iggy_route_core::client::producer::{
 
 /// Builds a [`Producer`]; from [`Client::producer`]. Direct mode unless
 /// [`ProducerBuilder::background`] is called.
+#[derive(Debug)]
 pub struct ProducerBuilder<M = Direct> {
     client: Client,
-    stream: Identifier,
-    topic: Identifier,
-    config: ProducerConfig,
-    on_error: Option<ErrorCallback>,
+    settings: ProducerSettings,
     mode: PhantomData<fn() -> M>,
-}
-
-impl<M> fmt::Debug for ProducerBuilder<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProducerBuilder")
-            .field("stream", &self.stream)
-            .field("topic", &self.topic)
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Client {
@@ -88,10 +76,7 @@ impl Client {
     ) -> Result<ProducerBuilder, ClientError> {
         Ok(ProducerBuilder {
             client: self.clone(),
-            stream: identifier(stream)?,
-            topic: identifier(topic)?,
-            config: ProducerConfig::default(),
-            on_error: None,
+            settings: ProducerSettings::new(identifier(stream)?, identifier(topic)?),
             mode: PhantomData,
         })
     }
@@ -101,27 +86,27 @@ impl<M> ProducerBuilder<M> {
     /// How each send's (direct) or batch's (background) partition is chosen (default
     /// `Partitioning::Balanced`).
     pub fn partitioning(mut self, partitioning: Partitioning) -> Self {
-        self.config.partitioning = partitioning;
+        self.settings.config.partitioning = partitioning;
         self
     }
 
     /// Most messages per send the producer submits (default 1,000).
     pub fn batch_length(mut self, messages: u32) -> Self {
-        self.config.batch_length = messages;
+        self.settings.config.batch_length = messages;
         self
     }
 
     /// Most message bytes (headers, payloads, user headers) per send the producer submits
     /// (default 1 MiB); a single larger message goes alone.
     pub fn batch_size(mut self, bytes: usize) -> Self {
-        self.config.batch_size = bytes;
+        self.settings.config.batch_size = bytes;
         self
     }
 
     /// Background mode: how long the oldest buffered message waits for its batch to fill
     /// (default 1 ms). Direct mode does not wait.
     pub fn linger_time(mut self, linger: Duration) -> Self {
-        self.config.linger_time = linger;
+        self.settings.config.linger_time = linger;
         self
     }
 
@@ -132,18 +117,14 @@ impl<M> ProducerBuilder<M> {
 
     /// Background mode: `send` returns once buffered, within these bounds.
     pub fn background(mut self, config: BackgroundConfig) -> ProducerBuilder<Background> {
-        self.config.set_background(&config);
-        self.on_error = config.on_error;
+        self.settings.set_background(config);
         self.into_mode()
     }
 
     fn into_mode<N>(self) -> ProducerBuilder<N> {
         ProducerBuilder {
             client: self.client,
-            stream: self.stream,
-            topic: self.topic,
-            config: self.config,
-            on_error: self.on_error,
+            settings: self.settings,
             mode: PhantomData,
         }
     }
@@ -151,12 +132,12 @@ impl<M> ProducerBuilder<M> {
 
 impl ProducerBuilder<Direct> {
     /// The producer. Fails with a typed `ClientError::Config` for a zero `batch_length` or
-    /// `batch_size` ([`ProducerConfig::validate_direct`]).
+    /// `batch_size` (`ProducerConfig::validate_direct`).
     pub fn build(self) -> Result<Producer<Direct>, ClientError> {
-        self.config.validate_direct()?;
+        self.settings.config.validate_direct()?;
         let mode = Direct {
             client: self.client,
-            producer: DirectProducer::new(self.stream, self.topic, self.config),
+            producer: DirectProducer::new(self.settings),
         };
         Ok(Producer {
             mode: Arc::new(mode),
@@ -167,23 +148,16 @@ impl ProducerBuilder<Direct> {
 impl ProducerBuilder<Background> {
     /// The producer, and its task (spawned on the current tokio runtime). Fails with a
     /// typed `ClientError::Config` for a zero bound or a duration over a day
-    /// ([`ProducerConfig::validate_background`]), and with `ClientError::Io` outside a
+    /// (`ProducerConfig::validate_background`), and with `ClientError::Io` outside a
     /// tokio runtime.
     pub fn build(self) -> Result<Producer<Background>, ClientError> {
-        self.config.validate_background()?;
+        self.settings.config.validate_background()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|error| {
             ClientError::Io(std::io::Error::other(format!(
                 "a background producer needs a tokio runtime: {error}"
             )))
         })?;
-        let mode = Background::start(
-            &runtime,
-            self.client,
-            self.stream,
-            self.topic,
-            self.config,
-            self.on_error,
-        );
+        let mode = Background::start(&runtime, self.client, self.settings);
         Ok(Producer {
             mode: Arc::new(mode),
         })

@@ -8,15 +8,16 @@
 //! lock; the I/O thread only settles an answered batch under it.
 
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
 use iggy_route_core::client::producer::{
-    Batch, Handles, Offered, ProducerConfig, ProducerState, ProducerStats, SendFailure,
+    Batch, Handles, Offered, ProducerSettings, ProducerState, ProducerStats, SendFailure,
+    SharedState,
 };
 use iggy_route_core::client::{ClientError, stamp_origin_timestamps};
-use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::wire::Message;
 use iggy_route_core::{Reply, SendReceipt};
 use tracing::warn;
 
@@ -55,18 +56,10 @@ impl Handles for Channels {
 /// What the callers, the worker and the I/O thread share.
 #[derive(Debug)]
 struct Shared {
-    state: Mutex<ProducerState<Channels>>,
+    state: SharedState<Channels>,
     /// Wakes the worker: a call to buffer sooner, a waiting call, a flush, a shutdown, an
     /// answer.
     wake: Condvar,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, ProducerState<Channels>> {
-        // Nothing that can panic runs under the lock; were it poisoned anyway, the state
-        // is consistent between whole operations.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// The mode of a producer whose `send` buffers and returns a [`Delivery`] (or whose
@@ -80,22 +73,16 @@ pub struct Background {
 
 impl Background {
     /// Starts the producer's thread.
-    pub(super) fn start(
-        client: Client,
-        stream: Identifier,
-        topic: Identifier,
-        config: ProducerConfig,
-        on_error: Option<ErrorCallback>,
-    ) -> Result<Self, ClientError> {
-        let state = ProducerState::new(stream, topic, config, on_error.is_some());
+    pub(super) fn start(client: Client, settings: ProducerSettings) -> Result<Self, ClientError> {
+        let state = ProducerState::new(&settings);
         let shared = Arc::new(Shared {
-            state: Mutex::new(state),
+            state: SharedState::new(state),
             wake: Condvar::new(),
         });
         let worker = Worker {
             shared: Arc::clone(&shared),
             client,
-            on_error,
+            on_error: settings.on_error,
             over: false,
         };
         let worker = thread::Builder::new()
@@ -113,14 +100,15 @@ impl Background {
     fn push(&self, messages: Vec<Message>, notify: Notify) -> Result<(), ClientError> {
         let may_wait = !self.on_own_thread();
         let mut admission = None;
-        let offered = self
-            .shared
-            .lock()
-            .send(Instant::now(), messages, notify.armed(), || {
-                let (waiter, admitted) = mpsc::sync_channel(1);
-                admission = Some(admitted);
-                may_wait.then_some(waiter)
-            });
+        let offered =
+            self.shared
+                .state
+                .lock()
+                .send(Instant::now(), messages, notify.armed(), || {
+                    let (waiter, admitted) = mpsc::sync_channel(1);
+                    admission = Some(admitted);
+                    may_wait.then_some(waiter)
+                });
         let offered = offered.map_err(|refusal| {
             refusal.delivery.refused();
             refusal.error
@@ -150,7 +138,7 @@ impl Background {
             return Err(ProducerError::OwnThread);
         }
         let (done, over) = mpsc::sync_channel(1);
-        if let Some((_, report)) = self.shared.lock().flush(done) {
+        if let Some((_, report)) = self.shared.state.lock().flush(done) {
             return report;
         }
         self.shared.wake.notify_one();
@@ -173,12 +161,12 @@ impl Background {
     /// once and the thread stops after the callback).
     fn shutdown(&self) -> Result<(), ProducerError> {
         if self.on_own_thread() {
-            self.shared.lock().shutdown(None);
+            self.shared.state.lock().shutdown(None);
             self.shared.wake.notify_one();
             return Ok(());
         }
         let (done, over) = mpsc::sync_channel(1);
-        let answered = self.shared.lock().shutdown(Some(done));
+        let answered = self.shared.state.lock().shutdown(Some(done));
         self.shared.wake.notify_one();
         let report = match answered {
             Some((_, report)) => report,
@@ -197,7 +185,7 @@ impl Background {
     }
 
     fn stats(&self) -> ProducerStats {
-        self.shared.lock().stats()
+        self.shared.state.lock().stats()
     }
 }
 
@@ -277,7 +265,7 @@ struct Worker {
 
 impl Worker {
     fn run(mut self) {
-        let mut state = self.shared.lock();
+        let mut state = self.shared.state.lock();
         loop {
             state.pump(Instant::now());
             let outputs: Vec<_> = std::iter::from_fn(|| state.poll_output()).collect();
@@ -307,7 +295,7 @@ impl Worker {
                     self.submit(batch);
                 }
             }
-            state = self.shared.lock();
+            state = self.shared.state.lock();
         }
         drop(state);
         self.over = true;
@@ -323,7 +311,7 @@ impl Worker {
                 Reply::Sent(receipt) => Ok(receipt),
                 _ => Err(ClientError::UnexpectedReply { operation: "send" }),
             });
-            shared.lock().complete(id, outcome);
+            shared.state.lock().complete(id, outcome);
             shared.wake.notify_one();
         });
         self.client
@@ -336,7 +324,7 @@ impl Drop for Worker {
         if !self.over {
             warn!("the producer's thread stopped abnormally (its on_error panicked?)");
         }
-        let outputs = self.shared.lock().end(!self.over);
+        let outputs = self.shared.state.lock().end(!self.over);
         for output in outputs {
             output.tell(None);
         }

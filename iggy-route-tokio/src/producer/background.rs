@@ -8,16 +8,16 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use iggy_route_core::client::producer::{
-    BatchId, Handles, Offered, Output, ProducerConfig, ProducerState, ProducerStats, SendFailure,
-    WaitId,
+    BatchId, Handles, Offered, Output, ProducerSettings, ProducerState, ProducerStats, SendFailure,
+    SharedState, WaitId,
 };
 use iggy_route_core::client::{ClientError, stamp_origin_timestamps};
-use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::wire::Message;
 use iggy_route_core::{Reply, SendReceipt};
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
@@ -78,17 +78,9 @@ impl Future for Delivery {
 /// What the callers and the worker share.
 #[derive(Debug)]
 struct Shared {
-    state: Mutex<ProducerState<Channels>>,
+    state: SharedState<Channels>,
     /// Wakes the worker: a call to buffer sooner, a waiting call, a flush, a shutdown.
     wake: Notify,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, ProducerState<Channels>> {
-        // Nothing that can panic runs under the lock; were it poisoned anyway, the state
-        // is consistent between whole operations.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// The state of a background producer (see [`Producer<Background>`](crate::Producer)).
@@ -102,21 +94,18 @@ impl Background {
     pub(super) fn start(
         runtime: &tokio::runtime::Handle,
         client: Client,
-        stream: Identifier,
-        topic: Identifier,
-        config: ProducerConfig,
-        on_error: Option<ErrorCallback>,
+        settings: ProducerSettings,
     ) -> Self {
-        let span = debug_span!("producer", stream = %stream, topic = %topic);
-        let state = ProducerState::new(stream, topic, config, on_error.is_some());
+        let span = debug_span!("producer", stream = %settings.stream, topic = %settings.topic);
+        let state = ProducerState::new(&settings);
         let shared = Arc::new(Shared {
-            state: Mutex::new(state),
+            state: SharedState::new(state),
             wake: Notify::new(),
         });
         let worker = Worker {
             shared: Arc::clone(&shared),
             client,
-            on_error,
+            on_error: settings.on_error,
             in_flight: JoinSet::new(),
             over: false,
         };
@@ -130,6 +119,7 @@ impl Background {
         let mut admission = None;
         let offered = self
             .shared
+            .state
             .lock()
             .send(Instant::now(), messages, delivery, || {
                 let (waiter, admitted) = oneshot::channel();
@@ -159,7 +149,7 @@ impl Background {
 
     pub(super) async fn flush(&self) -> Result<(), ProducerError> {
         let (done, over) = oneshot::channel();
-        if let Some((_, report)) = self.shared.lock().flush(done) {
+        if let Some((_, report)) = self.shared.state.lock().flush(done) {
             return report;
         }
         self.shared.wake.notify_one();
@@ -168,7 +158,7 @@ impl Background {
 
     pub(super) async fn shutdown(&self) -> Result<(), ProducerError> {
         let (done, over) = oneshot::channel();
-        if let Some((_, report)) = self.shared.lock().shutdown(Some(done)) {
+        if let Some((_, report)) = self.shared.state.lock().shutdown(Some(done)) {
             return report;
         }
         self.shared.wake.notify_one();
@@ -176,13 +166,13 @@ impl Background {
     }
 
     pub(super) fn stats(&self) -> ProducerStats {
-        self.shared.lock().stats()
+        self.shared.state.lock().stats()
     }
 }
 
 impl Drop for Background {
     fn drop(&mut self) {
-        self.shared.lock().shutdown(None);
+        self.shared.state.lock().shutdown(None);
         self.shared.wake.notify_one();
     }
 }
@@ -203,7 +193,7 @@ impl CancelOnDrop<'_> {
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            self.shared.lock().cancel(id);
+            self.shared.state.lock().cancel(id);
             // The call behind it may fit now.
             self.shared.wake.notify_one();
         }
@@ -226,7 +216,7 @@ impl Worker {
     async fn run(mut self) {
         loop {
             let (outputs, wake_at, finished) = {
-                let mut state = self.shared.lock();
+                let mut state = self.shared.state.lock();
                 state.pump(Instant::now());
                 let outputs: Vec<_> = std::iter::from_fn(|| state.poll_output()).collect();
                 (outputs, state.poll_timeout(), state.is_finished())
@@ -257,7 +247,7 @@ impl Worker {
                             Reply::Sent(receipt) => Ok(receipt),
                             _ => Err(ClientError::UnexpectedReply { operation: "send" }),
                         });
-                        self.shared.lock().complete(batch, outcome);
+                        self.shared.state.lock().complete(batch, outcome);
                     }
                 }
                 () = sleep => {}
@@ -278,14 +268,14 @@ impl Worker {
                 self.in_flight
                     .spawn(async move { (id, await_answer(answer).await) });
             }
-            Err(error) => self.shared.lock().complete(batch.id, Err(error)),
+            Err(error) => self.shared.state.lock().complete(batch.id, Err(error)),
         }
     }
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        let outputs = self.shared.lock().end(!self.over);
+        let outputs = self.shared.state.lock().end(!self.over);
         for output in outputs {
             output.tell(None);
         }

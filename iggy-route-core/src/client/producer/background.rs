@@ -10,16 +10,17 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use super::output::{Handles, Output};
 use super::{
-    Backpressure, BatchId, ProducerBuffer, ProducerConfig, ProducerError, ProducerStats,
-    SendFailure, Settled, Ticket,
+    Backpressure, BatchId, ProducerBuffer, ProducerConfig, ProducerError, ProducerSettings,
+    ProducerStats, SendFailure, Settled, Ticket,
 };
 use crate::client::ClientError;
 use crate::request::{SendReceipt, SubmitError};
-use crate::wire::{Identifier, Message, WireError};
+use crate::wire::{Message, WireError};
 
 /// The id of a call waiting for room, for [`ProducerState::cancel`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -105,17 +106,16 @@ impl<H: Handles> fmt::Debug for ProducerState<H> {
 }
 
 impl<H: Handles> ProducerState<H> {
-    /// A running producer for `stream`/`topic`; `has_callback` when failures go to an
-    /// `on_error` callback (then flushes do not count them).
-    pub fn new(
-        stream: Identifier,
-        topic: Identifier,
-        config: ProducerConfig,
-        has_callback: bool,
-    ) -> Self {
+    /// A running producer as `settings` say (failures go to the callback when there is
+    /// one; flushes then do not count them).
+    pub fn new(settings: &ProducerSettings) -> Self {
         Self {
-            buffer: ProducerBuffer::new(stream, topic, config),
-            has_callback,
+            buffer: ProducerBuffer::new(
+                settings.stream.clone(),
+                settings.topic.clone(),
+                settings.config.clone(),
+            ),
+            has_callback: settings.on_error.is_some(),
             phase: Phase::Running,
             next_ticket: 0,
             next_wait: 0,
@@ -445,6 +445,24 @@ impl<H: Handles> ProducerState<H> {
     /// Counters so far.
     pub fn stats(&self) -> ProducerStats {
         self.buffer.stats()
+    }
+}
+
+/// A [`ProducerState`] shared by an adapter's callers and its loop (and, on the blocking
+/// adapter, its I/O thread), each holding the lock only for one call into the state.
+#[derive(Debug)]
+pub struct SharedState<H: Handles>(Mutex<ProducerState<H>>);
+
+impl<H: Handles> SharedState<H> {
+    /// Shares `state`.
+    pub fn new(state: ProducerState<H>) -> Self {
+        Self(Mutex::new(state))
+    }
+
+    /// The state, for one call. Nothing that can panic runs under the lock (no callback,
+    /// no I/O); were it poisoned anyway, the state is consistent between whole calls.
+    pub fn lock(&self) -> MutexGuard<'_, ProducerState<H>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::SendFailure;
 use crate::ConfigError;
 use crate::partitioning::Partitioning;
+use crate::wire::Identifier;
 
 /// What a background send does when the buffer has no room for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,5 +180,49 @@ impl ProducerConfig {
         self.max_buffered_bytes = background.max_buffered_bytes;
         self.max_in_flight = background.max_in_flight;
         self.backpressure = background.backpressure;
+    }
+}
+
+/// What a producer builder holds besides its client, in either mode: where it sends, its
+/// settings, and (background mode) its error callback.
+#[derive(Clone)]
+pub struct ProducerSettings {
+    /// The stream.
+    pub stream: Identifier,
+    /// The topic.
+    pub topic: Identifier,
+    /// The settings, [`ProducerConfig::default`] to begin with.
+    pub config: ProducerConfig,
+    /// Background mode's error callback.
+    pub on_error: Option<ErrorCallback>,
+}
+
+impl ProducerSettings {
+    /// The defaults for `stream`/`topic`.
+    pub fn new(stream: Identifier, topic: Identifier) -> Self {
+        Self {
+            stream,
+            topic,
+            config: ProducerConfig::default(),
+            on_error: None,
+        }
+    }
+
+    /// Takes a background configuration: its bounds and its callback.
+    pub fn set_background(&mut self, background: BackgroundConfig) {
+        self.config.set_background(&background);
+        self.on_error = background.on_error;
+    }
+}
+
+// By hand: a callback has no `Debug`.
+impl std::fmt::Debug for ProducerSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProducerSettings")
+            .field("stream", &self.stream)
+            .field("topic", &self.topic)
+            .field("config", &self.config)
+            .field("on_error", &self.on_error.is_some())
+            .finish()
     }
 }

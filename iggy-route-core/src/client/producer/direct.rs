@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use super::{ProducerConfig, ProducerStats};
+use super::{ProducerConfig, ProducerSettings, ProducerStats};
 use crate::client::ClientError;
 use crate::request::{SendReceipt, SendRequest, SubmitError};
 use crate::wire::{Identifier, Message};
@@ -48,12 +48,12 @@ pub struct DirectProducer {
 }
 
 impl DirectProducer {
-    /// A running producer for `stream`/`topic`.
-    pub fn new(stream: Identifier, topic: Identifier, config: ProducerConfig) -> Self {
+    /// A running producer as `settings` say (a direct producer has no callback).
+    pub fn new(settings: ProducerSettings) -> Self {
         Self {
-            stream,
-            topic,
-            config,
+            stream: settings.stream,
+            topic: settings.topic,
+            config: settings.config,
             closed: AtomicBool::new(false),
             sent_messages: AtomicU64::new(0),
             failed_messages: AtomicU64::new(0),
@@ -248,11 +248,9 @@ mod tests {
     }
 
     fn producer(batch_length: u32) -> DirectProducer {
-        let config = ProducerConfig {
-            batch_length,
-            ..ProducerConfig::default()
-        };
-        DirectProducer::new(Identifier::from(1u32), Identifier::from(2u32), config)
+        let mut settings = ProducerSettings::new(Identifier::from(1u32), Identifier::from(2u32));
+        settings.config.batch_length = batch_length;
+        DirectProducer::new(settings)
     }
 
     #[test]

@@ -14,10 +14,11 @@ mod output;
 #[cfg(test)]
 mod tests;
 
-pub use background::{Offered, ProducerState, Refusal, WaitId};
+pub use background::{Offered, ProducerState, Refusal, SharedState, WaitId};
 pub use buffer::ProducerBuffer;
 pub use config::{
     BackgroundConfig, Backpressure, ErrorCallback, LONGEST_PRODUCER_WAIT, ProducerConfig,
+    ProducerSettings,
 };
 pub use direct::{DirectCall, DirectProducer, chunks};
 pub use output::{Handles, Output};

@@ -73,12 +73,12 @@ fn state(backpressure: Backpressure, has_callback: bool) -> ProducerState<Slots>
         backpressure,
         ..ProducerConfig::default()
     };
-    ProducerState::new(
-        Identifier::from(1u32),
-        Identifier::from(2u32),
-        config,
-        has_callback,
-    )
+    let mut settings = ProducerSettings::new(Identifier::from(1u32), Identifier::from(2u32));
+    settings.config = config;
+    if has_callback {
+        settings.on_error = Some(Arc::new(drop));
+    }
+    ProducerState::new(&settings)
 }
 
 /// A call's delivery and, if it waits, its waiter.
