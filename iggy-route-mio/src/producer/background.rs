@@ -12,13 +12,13 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
+use iggy_route_core::SendReceipt;
 use iggy_route_core::client::producer::{
     Batch, Handles, Offered, ProducerSettings, ProducerState, ProducerStats, SendFailure,
     SharedState,
 };
 use iggy_route_core::client::{ClientError, stamp_origin_timestamps};
 use iggy_route_core::wire::Message;
-use iggy_route_core::{Reply, SendReceipt};
 use tracing::warn;
 
 use super::delivery::{Delivery, DeliverySender, Notify};
@@ -306,12 +306,8 @@ impl Worker {
         let shared = Arc::clone(&self.shared);
         let id = batch.id;
         // Were the client closed, the responder is dropped unanswered and says `Closed`.
-        let responder = Responder::callback(move |outcome| {
-            let outcome = outcome.and_then(|reply| match reply {
-                Reply::Sent(receipt) => Ok(receipt),
-                _ => Err(ClientError::UnexpectedReply { operation: "send" }),
-            });
-            shared.state.lock().complete(id, outcome);
+        let responder = Responder::callback(move |reply| {
+            shared.state.lock().answered(id, reply);
             shared.wake.notify_one();
         });
         self.client

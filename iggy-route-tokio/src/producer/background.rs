@@ -242,12 +242,8 @@ impl Worker {
                 Some(joined) = self.in_flight.join_next() => {
                     // The answer's task only awaits a channel; were it ever cancelled, its
                     // batch would stay out until the producer ends (then `Closed`).
-                    if let Ok((batch, outcome)) = joined {
-                        let outcome = outcome.and_then(|reply| match reply {
-                            Reply::Sent(receipt) => Ok(receipt),
-                            _ => Err(ClientError::UnexpectedReply { operation: "send" }),
-                        });
-                        self.shared.state.lock().complete(batch, outcome);
+                    if let Ok((batch, reply)) = joined {
+                        self.shared.state.lock().answered(batch, reply);
                     }
                 }
                 () = sleep => {}

@@ -19,7 +19,7 @@ use super::{
     ProducerStats, SendFailure, Settled, Ticket,
 };
 use crate::client::ClientError;
-use crate::request::{SendReceipt, SubmitError};
+use crate::request::{Reply, SendReceipt, SubmitError};
 use crate::wire::{Message, WireError};
 
 /// The id of a call waiting for room, for [`ProducerState::cancel`].
@@ -312,6 +312,21 @@ impl<H: Handles> ProducerState<H> {
         let settled = self.buffer.complete(batch, outcome);
         self.settle(settled, self.has_callback);
         self.end_flushes();
+    }
+
+    /// A submitted batch's reply as the client gives it: [`complete`](Self::complete)
+    /// with its receipt, or with `UnexpectedReply` for any reply but `Sent`.
+    pub fn answered(&mut self, batch: BatchId, reply: Result<Reply, ClientError>) {
+        let outcome = reply.and_then(|reply| match reply {
+            Reply::Sent(receipt) => Ok(receipt),
+            Reply::Polled(_)
+            | Reply::OffsetStored
+            | Reply::Stream(_)
+            | Reply::Topic(_)
+            | Reply::PartitionsCreated
+            | Reply::Payload(_) => Err(ClientError::UnexpectedReply { operation: "send" }),
+        });
+        self.complete(batch, outcome);
     }
 
     fn settle(&mut self, settled: Vec<Settled>, to_callback: bool) {

@@ -116,8 +116,6 @@ impl std::fmt::Debug for BackgroundConfig {
     }
 }
 
-/// Why a flush (or a shutdown, which flushes) reports failure.
-
 /// The longest duration a producer accepts (`linger_time`, a `BlockWithTimeout` wait), as
 /// the client's `Config` accepts for its own bounds: the producer adds it to instants, and
 /// a day keeps them far from overflow.

@@ -11,9 +11,6 @@ mod config;
 mod direct;
 mod output;
 
-#[cfg(test)]
-mod tests;
-
 pub use background::{Offered, ProducerState, Refusal, SharedState, WaitId};
 pub use buffer::ProducerBuffer;
 pub use config::{

@@ -3,6 +3,8 @@
 //! failing beside others that succeed, and calls that could never fit.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// The test is the adapter here: it owns the clock, and passes `now` in.
+#![allow(clippy::disallowed_methods)]
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -10,11 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-
-use super::*;
-use crate::request::{Request, SubmitError};
-use crate::wire::Identifier;
-use crate::{NodeId, SendReceipt};
+use iggy_route_core::client::ClientError;
+use iggy_route_core::client::producer::{
+    Backpressure, Batch, ErrorCallback, Handles, LONGEST_PRODUCER_WAIT, Offered, ProducerConfig,
+    ProducerError, ProducerSettings, ProducerState, ProducerStats, Refusal, SendFailure,
+};
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{NodeId, Request, SendReceipt, SubmitError};
 
 /// Where a test handle's answer lands.
 type Slot<T> = Rc<RefCell<Option<T>>>;
@@ -116,10 +120,10 @@ fn drain(state: &mut ProducerState<Slots>, log: Option<&ErrorCallback>) -> Vec<B
 }
 
 fn batch_len(batch: &Batch) -> usize {
-    match &batch.request {
-        Request::Send(send) => send.messages.len(),
-        other => panic!("not a send: {other:?}"),
-    }
+    let Request::Send(send) = &batch.request else {
+        panic!("a batch is a send");
+    };
+    send.messages.len()
 }
 
 #[test]
@@ -419,6 +423,9 @@ fn an_abnormal_end_tells_everyone_still_waiting_and_later_calls_fail() {
     assert!(matches!(report, Err(ProducerError::Stopped)));
 }
 
+/// Makes one setting invalid.
+type Spoil = fn(&mut ProducerConfig);
+
 #[test]
 fn one_rule_checks_the_settings_of_both_adapters() {
     let day = LONGEST_PRODUCER_WAIT;
@@ -428,7 +435,7 @@ fn one_rule_checks_the_settings_of_both_adapters() {
         ..ProducerConfig::default()
     };
     assert!(valid.validate_background().is_ok(), "a day is accepted");
-    let cases: [(fn(&mut ProducerConfig), &str); 6] = [
+    let cases: [(Spoil, &str); 6] = [
         (|c| c.batch_length = 0, "batch_length"),
         (|c| c.batch_size = 0, "batch_size"),
         (|c| c.max_buffered_bytes = 0, "max_buffered_bytes"),
