@@ -8,8 +8,9 @@
 //!   buffered, with a [`Delivery`] that resolves to the call's own receipt. One task per
 //!   producer cuts the buffer into batches (full, lingered `linger_time`, or flushed) and
 //!   submits them in order, up to `max_in_flight` at once; the core's
-//!   [`ProducerBuffer`](iggy_route_core::client::producer::ProducerBuffer) decides all of
-//!   that, and the task only carries it out.
+//!   [`ProducerState`](iggy_route_core::client::producer::ProducerState) decides all of
+//!   that (and who waits for room, and which flush is over), and the task only carries it
+//!   out.
 //!
 //! Failures are never silent: a direct send returns its error; a background call's failure
 //! reaches its [`Delivery`], the `on_error` callback if there is one, and otherwise the

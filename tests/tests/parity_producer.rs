@@ -365,6 +365,36 @@ fn a_dropped_delivery_still_sends_and_still_reports(
     ]
 }
 
+fn failures_go_to_on_error_in_call_order(_harness: &Harness, client: &Client) -> Vec<String> {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let on_error = {
+        let seen = Arc::clone(&seen);
+        Arc::new(move |failure: SendFailure| {
+            let first = failure.messages.first().map(|m| m.payload.clone());
+            let first = String::from_utf8_lossy(&first.unwrap_or_default()).into_owned();
+            seen.lock()
+                .unwrap()
+                .push(format!("{first} +{}", failure.messages.len() - 1));
+        })
+    };
+    let config = BackgroundConfig {
+        on_error: Some(on_error),
+        ..BackgroundConfig::default()
+    };
+    let producer = client
+        .producer("no-such-topic", NEVER_LINGERS, config)
+        .unwrap();
+    let first = producer
+        .send(vec![numbered("lost", 0), numbered("lost", 1)])
+        .unwrap();
+    let _dropped = producer.send(vec![numbered("lost", 2)]);
+    let flushed = producer.flush();
+    let told = delivered(&first());
+    let shut = producer.shutdown();
+    let seen = seen.lock().unwrap().join(", ");
+    vec![reported(&flushed), told, seen, reported(&shut)]
+}
+
 fn calls_that_could_never_go(_harness: &Harness, client: &Client) -> Vec<String> {
     let producer = client
         .producer(THE_TOPIC, NEVER_LINGERS, four_messages(Backpressure::Block))
@@ -452,6 +482,11 @@ const SCENARIOS: &[(&str, Scenario, &[&str])] = &[
             "3 counted failed",
             "ok",
         ],
+    ),
+    (
+        "failures go to on_error, in call order, and not to the flush",
+        failures_go_to_on_error_in_call_order,
+        &["ok", "2 back: no topic", "lost/0 +1, lost/2 +0", "ok"],
     ),
     (
         "a dropped delivery",
