@@ -61,9 +61,9 @@ impl Default for ProducerConfig {
 /// Hears of every background send call that failed, with its messages back. It runs on the
 /// producer's task (tokio) or thread (mio): while it runs, no batch is submitted, so keep it
 /// short (hand the failure to a channel, say). A panic in it stops the producer, on both
-/// adapters: flushes and shutdown then report [`ProducerError::Stopped`] and sends fail
+/// adapters: flushes and shutdown then report [`ProducerError::Stopped`](super::ProducerError::Stopped) and sends fail
 /// `Closed`. Calls into its own producer from it never wait for the producer: on the
-/// blocking producer a `flush` returns [`ProducerError::OwnThread`] at once, a `shutdown`
+/// blocking producer a `flush` returns [`ProducerError::OwnThread`](super::ProducerError::OwnThread) at once, a `shutdown`
 /// returns at once (the thread stops after the callback), and a `send` that would wait for
 /// room fails `QueueFull`. It should not hold a clone of its own producer (the producer
 /// then never stops on drop).

@@ -1,9 +1,9 @@
 //! The producers' rules, written once for both adapters (the SDK 0.11.0's `IggyProducer`):
-//! their settings and the one check of them ([`config`]), how a direct send is cut into
-//! chunks and counted ([`direct`]), and a background producer's buffer ([`ProducerBuffer`])
-//! and bookkeeping ([`ProducerState`]: waiting for room, flushes, failures, shutdown). All
-//! of it is sans-IO: the adapters pass `now` in and own the tasks, threads, channels and
-//! clients that carry it out.
+//! their settings and the one check of them ([`ProducerConfig::validate_background`]), how
+//! a direct send is cut into chunks and counted ([`DirectProducer`]), and a background
+//! producer's buffer ([`ProducerBuffer`]) and bookkeeping ([`ProducerState`]: waiting for
+//! room, flushes, failures, shutdown). All of it is sans-IO: the adapters pass `now` in and
+//! own the tasks, threads, channels and clients that carry it out.
 
 mod background;
 mod buffer;
