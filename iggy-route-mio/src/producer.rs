@@ -40,46 +40,26 @@
 
 mod background;
 mod delivery;
+mod direct;
 
-use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use iggy_route_core::SendReceipt;
 use iggy_route_core::client::ClientError;
-use iggy_route_core::client::producer::ProducerConfig;
+use iggy_route_core::client::producer::{DirectProducer, ProducerSettings};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
-use iggy_route_core::{ConfigError, SendReceipt, SubmitError};
 
 pub use background::Background;
 pub use delivery::{Delivered, Delivery, DeliveryQueue, DeliverySender};
+pub use direct::Direct;
 pub use iggy_route_core::client::producer::{
     BackgroundConfig, Backpressure, ErrorCallback, ProducerError, ProducerStats, SendFailure,
 };
 
 use crate::Client;
-
-/// The longest duration a producer accepts (as `Config` does): instants stay far from
-/// overflow.
-const LONGEST: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// The mode of a producer whose `send` waits for every acknowledgement. See the module
-/// documentation.
-#[derive(Debug)]
-pub struct Direct {
-    client: Client,
-    stream: Identifier,
-    topic: Identifier,
-    partitioning: Partitioning,
-    batch_length: u32,
-    batch_size: usize,
-    closed: AtomicBool,
-    sent_messages: AtomicU64,
-    failed_messages: AtomicU64,
-    in_flight: AtomicUsize,
-}
 
 /// A producer of one stream's topic, made by [`Client::producer`]. Cheap to clone: the
 /// clones share one producer (in background mode, one buffer and one thread).
@@ -99,25 +79,11 @@ impl<Mode> Clone for Producer<Mode> {
 
 /// Sets up a [`Producer`]: [`Client::producer`], then the settings, then
 /// [`build`](ProducerBuilder::build).
+#[derive(Debug)]
 pub struct ProducerBuilder<Mode = Direct> {
     client: Client,
-    stream: Identifier,
-    topic: Identifier,
-    config: ProducerConfig,
-    on_error: Option<ErrorCallback>,
+    settings: ProducerSettings,
     mode: PhantomData<fn() -> Mode>,
-}
-
-// By hand: a callback has no `Debug`.
-impl<Mode> fmt::Debug for ProducerBuilder<Mode> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProducerBuilder")
-            .field("stream", &self.stream)
-            .field("topic", &self.topic)
-            .field("config", &self.config)
-            .field("on_error", &self.on_error.is_some())
-            .finish_non_exhaustive()
-    }
 }
 
 impl Client {
@@ -130,10 +96,10 @@ impl Client {
     ) -> Result<ProducerBuilder<Direct>, ClientError> {
         Ok(ProducerBuilder {
             client: self.clone(),
-            stream: iggy_route_core::client::identifier(stream)?,
-            topic: iggy_route_core::client::identifier(topic)?,
-            config: ProducerConfig::default(),
-            on_error: None,
+            settings: ProducerSettings::new(
+                iggy_route_core::client::identifier(stream)?,
+                iggy_route_core::client::identifier(topic)?,
+            ),
             mode: PhantomData,
         })
     }
@@ -144,14 +110,14 @@ impl<Mode> ProducerBuilder<Mode> {
     /// next partition for every batch).
     #[must_use]
     pub fn partitioning(mut self, partitioning: Partitioning) -> Self {
-        self.config.partitioning = partitioning;
+        self.settings.config.partitioning = partitioning;
         self
     }
 
     /// Most messages per send submitted (default 1,000).
     #[must_use]
     pub fn batch_length(mut self, messages: u32) -> Self {
-        self.config.batch_length = messages;
+        self.settings.config.batch_length = messages;
         self
     }
 
@@ -159,7 +125,7 @@ impl<Mode> ProducerBuilder<Mode> {
     /// 1 MiB). A single message above it goes alone.
     #[must_use]
     pub fn batch_size(mut self, bytes: usize) -> Self {
-        self.config.batch_size = bytes;
+        self.settings.config.batch_size = bytes;
         self
     }
 
@@ -167,7 +133,7 @@ impl<Mode> ProducerBuilder<Mode> {
     /// (default 1 ms). Direct mode sends at once.
     #[must_use]
     pub fn linger_time(mut self, linger: Duration) -> Self {
-        self.config.linger_time = linger;
+        self.settings.config.linger_time = linger;
         self
     }
 
@@ -179,56 +145,27 @@ impl<Mode> ProducerBuilder<Mode> {
     /// Background mode: `send` buffers, a thread of the producer submits.
     pub fn background(self, background: BackgroundConfig) -> ProducerBuilder<Background> {
         let mut builder = self.into_mode();
-        builder.config.max_buffered_messages = background.max_buffered_messages;
-        builder.config.max_buffered_bytes = background.max_buffered_bytes;
-        builder.config.max_in_flight = background.max_in_flight;
-        builder.config.backpressure = background.backpressure;
-        builder.on_error = background.on_error;
+        builder.settings.set_background(background);
         builder
     }
 
     fn into_mode<Other>(self) -> ProducerBuilder<Other> {
         ProducerBuilder {
             client: self.client,
-            stream: self.stream,
-            topic: self.topic,
-            config: self.config,
-            on_error: self.on_error,
+            settings: self.settings,
             mode: PhantomData,
         }
-    }
-
-    /// The batch bounds every mode uses.
-    fn check_batches(&self) -> Result<(), ConfigError> {
-        if self.config.batch_length == 0 {
-            return Err(ConfigError::Zero {
-                field: "batch_length",
-            });
-        }
-        if self.config.batch_size == 0 {
-            return Err(ConfigError::Zero {
-                field: "batch_size",
-            });
-        }
-        Ok(())
     }
 }
 
 impl ProducerBuilder<Direct> {
-    /// A direct producer. Fails with `ClientError::Config` for a zero bound.
+    /// A direct producer. Fails with `ClientError::Config` for a zero bound
+    /// (`ProducerConfig::validate_direct`).
     pub fn build(self) -> Result<Producer<Direct>, ClientError> {
-        self.check_batches()?;
+        self.settings.config.validate_direct()?;
         let direct = Direct {
             client: self.client,
-            stream: self.stream,
-            topic: self.topic,
-            partitioning: self.config.partitioning,
-            batch_length: self.config.batch_length,
-            batch_size: self.config.batch_size,
-            closed: AtomicBool::new(false),
-            sent_messages: AtomicU64::new(0),
-            failed_messages: AtomicU64::new(0),
-            in_flight: AtomicUsize::new(0),
+            producer: DirectProducer::new(self.settings),
         };
         Ok(Producer {
             mode: Arc::new(direct),
@@ -238,35 +175,12 @@ impl ProducerBuilder<Direct> {
 
 impl ProducerBuilder<Background> {
     /// A background producer, with its thread started. Fails with `ClientError::Config`
-    /// for a zero bound or a duration over a day, and with `ClientError::Io` when the
+    /// for a zero bound or a duration over a day
+    /// (`ProducerConfig::validate_background`), and with `ClientError::Io` when the
     /// thread cannot be spawned.
     pub fn build(self) -> Result<Producer<Background>, ClientError> {
-        self.check_batches()?;
-        let config = &self.config;
-        for (field, value) in [
-            ("max_buffered_messages", config.max_buffered_messages),
-            ("max_buffered_bytes", config.max_buffered_bytes),
-            ("max_in_flight", config.max_in_flight),
-        ] {
-            if value == 0 {
-                return Err(ConfigError::Zero { field }.into());
-            }
-        }
-        if config.linger_time > LONGEST {
-            let field = "linger_time";
-            return Err(ConfigError::TooLong { field }.into());
-        }
-        if matches!(config.backpressure, Backpressure::BlockWithTimeout(wait) if wait > LONGEST) {
-            let field = "backpressure";
-            return Err(ConfigError::TooLong { field }.into());
-        }
-        let background = Background::start(
-            self.client,
-            self.stream,
-            self.topic,
-            self.config,
-            self.on_error,
-        )?;
+        self.settings.config.validate_background()?;
+        let background = Background::start(self.client, self.settings)?;
         Ok(Producer {
             mode: Arc::new(background),
         })
@@ -280,38 +194,7 @@ impl Producer<Direct> {
     /// chunk, in order. A chunk that fails ends the call with its error; the chunks before
     /// it are stored, the ones after it were never sent.
     pub fn send(&self, messages: Vec<Message>) -> Result<Vec<SendReceipt>, ClientError> {
-        let direct = &*self.mode;
-        if direct.closed.load(Ordering::SeqCst) {
-            return Err(ClientError::Closed);
-        }
-        if messages.is_empty() {
-            return Err(ClientError::Submit(SubmitError::EmptyBatch));
-        }
-        let mut unsent = messages.len() as u64;
-        let mut receipts = Vec::new();
-        for chunk in chunks(messages, direct.batch_length, direct.batch_size) {
-            let count = chunk.len() as u64;
-            direct.in_flight.fetch_add(1, Ordering::SeqCst);
-            let sent = direct.client.send(
-                direct.stream.clone(),
-                direct.topic.clone(),
-                direct.partitioning.clone(),
-                chunk,
-            );
-            direct.in_flight.fetch_sub(1, Ordering::SeqCst);
-            match sent {
-                Ok(receipt) => {
-                    direct.sent_messages.fetch_add(count, Ordering::SeqCst);
-                    unsent -= count;
-                    receipts.push(receipt);
-                }
-                Err(error) => {
-                    direct.failed_messages.fetch_add(unsent, Ordering::SeqCst);
-                    return Err(error);
-                }
-            }
-        }
-        Ok(receipts)
+        self.mode.send(messages)
     }
 
     /// Sends one message and returns its receipt.
@@ -334,43 +217,14 @@ impl Producer<Direct> {
     /// Stops the producer: sends after it fail with `ClientError::Closed`. (Sends in
     /// progress finish.)
     pub fn shutdown(&self) -> Result<(), ProducerError> {
-        self.mode.closed.store(true, Ordering::SeqCst);
+        self.mode.producer.close();
         Ok(())
     }
 
     /// Messages acknowledged and failed so far, and chunks in flight now.
     pub fn stats(&self) -> ProducerStats {
-        let direct = &*self.mode;
-        ProducerStats {
-            sent_messages: direct.sent_messages.load(Ordering::SeqCst),
-            failed_messages: direct.failed_messages.load(Ordering::SeqCst),
-            buffered_messages: 0,
-            in_flight: direct.in_flight.load(Ordering::SeqCst),
-        }
+        self.mode.producer.stats()
     }
-}
-
-/// Cuts `messages` into runs of at most `max_messages` messages and `max_bytes` bytes, in
-/// order; a message larger than `max_bytes` makes a run of its own.
-fn chunks(messages: Vec<Message>, max_messages: u32, max_bytes: usize) -> Vec<Vec<Message>> {
-    let max_messages = (max_messages as usize).max(1);
-    let mut runs = Vec::new();
-    let mut run = Vec::new();
-    let mut run_bytes = 0usize;
-    for message in messages {
-        let bytes = message.frame_len();
-        let over = run.len() >= max_messages || run_bytes + bytes > max_bytes;
-        if over && !run.is_empty() {
-            runs.push(std::mem::take(&mut run));
-            run_bytes = 0;
-        }
-        run_bytes += bytes;
-        run.push(message);
-    }
-    if !run.is_empty() {
-        runs.push(run);
-    }
-    runs
 }
 
 /// Producers on several threads share one producer: keep both modes
@@ -380,51 +234,3 @@ const _: () = {
     shareable::<Producer<Direct>>();
     shareable::<Producer<Background>>();
 };
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use bytes::Bytes;
-
-    use super::*;
-
-    fn sized(bytes: usize) -> Message {
-        Message {
-            payload: Bytes::from(vec![0u8; bytes]),
-            ..Message::default()
-        }
-    }
-
-    fn shape(runs: &[Vec<Message>]) -> Vec<usize> {
-        runs.iter().map(Vec::len).collect()
-    }
-
-    #[test]
-    fn chunks_hold_at_most_the_batch_length() {
-        let messages = (0..7).map(|_| sized(1)).collect();
-        assert_eq!(shape(&chunks(messages, 3, usize::MAX)), [3, 3, 1]);
-    }
-
-    #[test]
-    fn chunks_hold_at_most_the_batch_size_and_a_large_message_goes_alone() {
-        let frame = sized(10).frame_len();
-        let messages = vec![sized(10), sized(10), sized(10 * frame), sized(10)];
-        assert_eq!(shape(&chunks(messages, 100, 2 * frame)), [2, 1, 1]);
-    }
-
-    #[test]
-    fn chunks_keep_the_order_of_the_messages() {
-        let messages: Vec<Message> = (0..5u8)
-            .map(|i| Message {
-                payload: Bytes::from(vec![i]),
-                ..Message::default()
-            })
-            .collect();
-        let flat: Vec<u8> = chunks(messages, 2, usize::MAX)
-            .into_iter()
-            .flatten()
-            .map(|m| m.payload[0])
-            .collect();
-        assert_eq!(flat, [0, 1, 2, 3, 4]);
-    }
-}

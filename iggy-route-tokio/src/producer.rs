@@ -8,8 +8,9 @@
 //!   buffered, with a [`Delivery`] that resolves to the call's own receipt. One task per
 //!   producer cuts the buffer into batches (full, lingered `linger_time`, or flushed) and
 //!   submits them in order, up to `max_in_flight` at once; the core's
-//!   [`ProducerBuffer`](iggy_route_core::client::producer::ProducerBuffer) decides all of
-//!   that, and the task only carries it out.
+//!   [`ProducerState`](iggy_route_core::client::producer::ProducerState) decides all of
+//!   that (and who waits for room, and which flush is over), and the task only carries it
+//!   out.
 //!
 //! Failures are never silent: a direct send returns its error; a background call's failure
 //! reaches its [`Delivery`], the `on_error` callback if there is one, and otherwise the
@@ -37,19 +38,17 @@
 
 mod background;
 mod direct;
-mod room;
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use iggy_route_core::ConfigError;
-use iggy_route_core::client::producer::ProducerConfig;
+use iggy_route_core::SendReceipt;
+use iggy_route_core::client::producer::{DirectProducer, ProducerSettings};
 use iggy_route_core::client::{ClientError, identifier};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
-use iggy_route_core::{SendReceipt, SubmitError};
 
 use crate::Client;
 
@@ -61,23 +60,11 @@ pub use iggy_route_core::client::producer::{
 
 /// Builds a [`Producer`]; from [`Client::producer`]. Direct mode unless
 /// [`ProducerBuilder::background`] is called.
+#[derive(Debug)]
 pub struct ProducerBuilder<M = Direct> {
     client: Client,
-    stream: Identifier,
-    topic: Identifier,
-    config: ProducerConfig,
-    on_error: Option<ErrorCallback>,
+    settings: ProducerSettings,
     mode: PhantomData<fn() -> M>,
-}
-
-impl<M> fmt::Debug for ProducerBuilder<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProducerBuilder")
-            .field("stream", &self.stream)
-            .field("topic", &self.topic)
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Client {
@@ -90,10 +77,7 @@ impl Client {
     ) -> Result<ProducerBuilder, ClientError> {
         Ok(ProducerBuilder {
             client: self.clone(),
-            stream: identifier(stream)?,
-            topic: identifier(topic)?,
-            config: ProducerConfig::default(),
-            on_error: None,
+            settings: ProducerSettings::new(identifier(stream)?, identifier(topic)?),
             mode: PhantomData,
         })
     }
@@ -103,27 +87,27 @@ impl<M> ProducerBuilder<M> {
     /// How each send's (direct) or batch's (background) partition is chosen (default
     /// `Partitioning::Balanced`).
     pub fn partitioning(mut self, partitioning: Partitioning) -> Self {
-        self.config.partitioning = partitioning;
+        self.settings.config.partitioning = partitioning;
         self
     }
 
     /// Most messages per send the producer submits (default 1,000).
     pub fn batch_length(mut self, messages: u32) -> Self {
-        self.config.batch_length = messages;
+        self.settings.config.batch_length = messages;
         self
     }
 
     /// Most message bytes (headers, payloads, user headers) per send the producer submits
     /// (default 1 MiB); a single larger message goes alone.
     pub fn batch_size(mut self, bytes: usize) -> Self {
-        self.config.batch_size = bytes;
+        self.settings.config.batch_size = bytes;
         self
     }
 
     /// Background mode: how long the oldest buffered message waits for its batch to fill
     /// (default 1 ms). Direct mode does not wait.
     pub fn linger_time(mut self, linger: Duration) -> Self {
-        self.config.linger_time = linger;
+        self.settings.config.linger_time = linger;
         self
     }
 
@@ -134,43 +118,28 @@ impl<M> ProducerBuilder<M> {
 
     /// Background mode: `send` returns once buffered, within these bounds.
     pub fn background(mut self, config: BackgroundConfig) -> ProducerBuilder<Background> {
-        self.config.max_buffered_messages = config.max_buffered_messages;
-        self.config.max_buffered_bytes = config.max_buffered_bytes;
-        self.config.max_in_flight = config.max_in_flight;
-        self.config.backpressure = config.backpressure;
-        self.on_error = config.on_error;
+        self.settings.set_background(config);
         self.into_mode()
     }
 
     fn into_mode<N>(self) -> ProducerBuilder<N> {
         ProducerBuilder {
             client: self.client,
-            stream: self.stream,
-            topic: self.topic,
-            config: self.config,
-            on_error: self.on_error,
+            settings: self.settings,
             mode: PhantomData,
         }
-    }
-
-    /// The checks both modes share: a batch of zero messages or bytes could never go.
-    fn check_batch_bounds(&self) -> Result<(), ClientError> {
-        if self.config.batch_length == 0 {
-            return Err(zero("batch_length"));
-        }
-        if self.config.batch_size == 0 {
-            return Err(zero("batch_size"));
-        }
-        Ok(())
     }
 }
 
 impl ProducerBuilder<Direct> {
     /// The producer. Fails with a typed `ClientError::Config` for a zero `batch_length` or
-    /// `batch_size`.
+    /// `batch_size` (`ProducerConfig::validate_direct`).
     pub fn build(self) -> Result<Producer<Direct>, ClientError> {
-        self.check_batch_bounds()?;
-        let mode = Direct::new(self.client, self.stream, self.topic, self.config);
+        self.settings.config.validate_direct()?;
+        let mode = Direct {
+            client: self.client,
+            producer: DirectProducer::new(self.settings),
+        };
         Ok(Producer {
             mode: Arc::new(mode),
         })
@@ -179,61 +148,21 @@ impl ProducerBuilder<Direct> {
 
 impl ProducerBuilder<Background> {
     /// The producer, and its task (spawned on the current tokio runtime). Fails with a
-    /// typed `ClientError::Config` for a zero bound, a `linger_time` not shorter than the
-    /// client's `request_timeout` or a `BlockWithTimeout` over a day, and with
-    /// `ClientError::Io` outside a tokio runtime.
+    /// typed `ClientError::Config` for a zero bound or a duration over a day
+    /// (`ProducerConfig::validate_background`), and with `ClientError::Io` outside a
+    /// tokio runtime.
     pub fn build(self) -> Result<Producer<Background>, ClientError> {
-        self.check_batch_bounds()?;
-        let config = &self.config;
-        for (field, value) in [
-            ("max_buffered_messages", config.max_buffered_messages),
-            ("max_buffered_bytes", config.max_buffered_bytes),
-            ("max_in_flight", config.max_in_flight),
-        ] {
-            if value == 0 {
-                return Err(zero(field));
-            }
-        }
-        // The buffer adds the linger to instants: keep it well inside what an instant holds,
-        // and shorter than a request may take, as the router's own linger must be.
-        if config.linger_time >= self.client.request_timeout() {
-            return Err(ClientError::Config(ConfigError::OutOfRange {
-                field: "linger_time",
-                why: "it must be shorter than request_timeout",
-            }));
-        }
-        if let Backpressure::BlockWithTimeout(wait) = config.backpressure
-            && wait > LONGEST_WAIT
-        {
-            return Err(ClientError::Config(ConfigError::TooLong {
-                field: "backpressure",
-            }));
-        }
+        self.settings.config.validate_background()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|error| {
             ClientError::Io(std::io::Error::other(format!(
                 "a background producer needs a tokio runtime: {error}"
             )))
         })?;
-        let mode = Background::start(
-            &runtime,
-            self.client,
-            self.stream,
-            self.topic,
-            self.config,
-            self.on_error,
-        );
+        let mode = Background::start(&runtime, self.client, self.settings);
         Ok(Producer {
             mode: Arc::new(mode),
         })
     }
-}
-
-/// The longest `Backpressure::BlockWithTimeout` accepted: what the router accepts for its
-/// own bounds.
-const LONGEST_WAIT: Duration = Duration::from_secs(24 * 60 * 60);
-
-fn zero(field: &'static str) -> ClientError {
-    ClientError::Config(ConfigError::Zero { field })
 }
 
 /// A producer for one stream and topic: [`Producer<Direct>`] or [`Producer<Background>`]
@@ -288,13 +217,13 @@ impl Producer<Direct> {
     /// Stops the producer: later sends fail with `ClientError::Closed`. Sends already
     /// running finish as they would have. The client stays connected.
     pub async fn shutdown(&self) -> Result<(), ProducerError> {
-        self.mode.close();
+        self.mode.producer.close();
         Ok(())
     }
 
     /// Counters: messages acknowledged and failed, chunks in flight (nothing is buffered).
     pub fn stats(&self) -> ProducerStats {
-        self.mode.stats()
+        self.mode.producer.stats()
     }
 }
 
@@ -306,7 +235,8 @@ impl Producer<Background> {
     /// call cancelled (its future dropped) while it waits for room is not sent.
     ///
     /// Fails at once with `SubmitError::EmptyBatch` for no messages, with
-    /// `ClientError::Invalid` for a call larger than the whole buffer, with
+    /// `ClientError::Invalid` for a call larger than the whole buffer (it could never
+    /// fit), with
     /// `ClientError::QueueFull` when there is no room (`FailImmediately`, or
     /// `BlockWithTimeout` past its timeout), and with `ClientError::Closed` after
     /// [`Producer::shutdown`].
@@ -338,19 +268,6 @@ impl Producer<Background> {
     pub fn stats(&self) -> ProducerStats {
         self.mode.stats()
     }
-}
-
-/// What a call larger than the whole background buffer is told: it could never fit.
-fn larger_than_buffer(bytes: usize) -> ClientError {
-    ClientError::Invalid(iggy_route_core::wire::WireError::InvalidLength {
-        field: "producer send (larger than the producer's buffer)",
-        len: bytes,
-    })
-}
-
-/// What a call of no messages is told, as by [`Client::send`].
-fn empty_send() -> ClientError {
-    ClientError::Submit(SubmitError::EmptyBatch)
 }
 
 /// Producers are shared across tasks: keep them `Clone + Send + Sync`.

@@ -438,10 +438,11 @@ fn fail_immediately_refuses_a_send_while_the_buffer_is_full() {
         matches!(refused, Err(ClientError::QueueFull { limit: 4 })),
         "{refused:?}"
     );
-    // A call larger than the whole buffer never fits, in any mode.
+    // A call larger than the whole buffer never fits, in any mode: it is invalid, not a
+    // full queue to retry later (as on the async producer).
     let too_large = producer.send((0..5).map(|i| numbered("big", i)).collect());
     assert!(
-        matches!(too_large, Err(ClientError::QueueFull { limit: 4 })),
+        matches!(too_large, Err(ClientError::Invalid(_))),
         "{too_large:?}"
     );
     let empty = producer.send(Vec::new());

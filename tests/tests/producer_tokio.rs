@@ -27,8 +27,7 @@ const STREAM: u32 = 0;
 const TOPIC: u32 = 0;
 const PARTITIONS: u32 = 3;
 
-/// Long enough that nothing lingers out during a test that wants the buffer to hold;
-/// shorter than the request timeout, as a linger must be.
+/// Long enough that nothing lingers out during a test that wants the buffer to hold.
 const LONG_LINGER: Duration = Duration::from_secs(5);
 
 struct Setup {
@@ -692,14 +691,15 @@ async fn bad_settings_are_refused_at_build() {
             field: "max_in_flight"
         }))
     ));
+    // A linger is bounded by a day, as on the blocking producer, not by the request
+    // timeout (the batch's request timeout starts once its linger is over).
     assert!(matches!(
         builder()
-            .linger_time(Duration::from_secs(10))
+            .linger_time(Duration::from_secs(2 * 24 * 60 * 60))
             .background(BackgroundConfig::default())
             .build(),
-        Err(ClientError::Config(ConfigError::OutOfRange {
-            field: "linger_time",
-            ..
+        Err(ClientError::Config(ConfigError::TooLong {
+            field: "linger_time"
         }))
     ));
     let forever = small_buffer(Backpressure::BlockWithTimeout(Duration::MAX));

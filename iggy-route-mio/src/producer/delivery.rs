@@ -311,6 +311,12 @@ impl Notify {
         self
     }
 
+    /// The call was not buffered after all (its sender got the error): a queue stops
+    /// counting it.
+    pub(super) fn refused(mut self) {
+        self.armed = false;
+    }
+
     /// Hands the outcome on.
     pub(super) fn send(mut self, outcome: Outcome) {
         if let Some(target) = self.target.take() {

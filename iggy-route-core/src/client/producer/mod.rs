@@ -1,0 +1,122 @@
+//! The producers' rules, written once for both adapters (the SDK 0.11.0's `IggyProducer`):
+//! their settings and the one check of them ([`ProducerConfig::validate_background`]), how
+//! a direct send is cut into chunks and counted ([`DirectProducer`]), and a background
+//! producer's buffer ([`ProducerBuffer`]) and bookkeeping ([`ProducerState`]: waiting for
+//! room, flushes, failures, shutdown). All of it is sans-IO: the adapters pass `now` in and
+//! own the tasks, threads, channels and clients that carry it out.
+
+mod background;
+mod buffer;
+mod config;
+mod direct;
+mod output;
+
+pub use background::{Offered, ProducerState, Refusal, SharedState, WaitId};
+pub use buffer::ProducerBuffer;
+pub use config::{
+    BackgroundConfig, Backpressure, ErrorCallback, LONGEST_PRODUCER_WAIT, ProducerConfig,
+    ProducerSettings,
+};
+pub use direct::{DirectCall, DirectProducer, chunks};
+pub use output::{Handles, Output};
+
+use crate::client::ClientError;
+use crate::request::{Request, SendReceipt};
+use crate::wire::Message;
+
+/// Why a flush (or a shutdown, which flushes) reports failure.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProducerError {
+    /// Messages failed since the last flush and no `on_error` callback took them (each
+    /// failed call's delivery handle was told too).
+    #[error("{messages} messages failed since the last flush; the last error: {last_error}")]
+    SendsFailed {
+        /// How many messages (failed, or whose outcome is unknown).
+        messages: u64,
+        /// Why the last of them failed.
+        last_error: ClientError,
+    },
+    /// The producer's task or thread stopped abnormally (its `on_error` callback panicked,
+    /// say): batches it had submitted may or may not have been stored, and no more will be.
+    #[error("the producer's task stopped abnormally")]
+    Stopped,
+    /// Called on the producer's own thread (from its `on_error` callback), where waiting
+    /// for the producer would wait for itself: it returns at once instead, having done
+    /// nothing.
+    #[error("called from the producer's own thread, which cannot wait for itself")]
+    OwnThread,
+}
+
+/// The adapter's id of one send call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ticket(pub u64);
+
+/// The producer's id of one submitted batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BatchId(pub u64);
+
+/// Why a send call was not buffered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PushError {
+    /// No room now: wait (as the producer's [`Backpressure`] says) and push again.
+    #[error("the producer's buffer is full ({messages} messages, {bytes} bytes buffered)")]
+    Full {
+        /// Messages buffered.
+        messages: usize,
+        /// Bytes buffered.
+        bytes: usize,
+    },
+    /// A send of no messages.
+    #[error("a send needs at least one message")]
+    Empty,
+    /// A single call larger than the whole buffer: it could never fit.
+    #[error("{messages} messages of {bytes} bytes exceed the producer's buffer")]
+    TooLarge {
+        /// Its messages.
+        messages: usize,
+        /// Its bytes.
+        bytes: usize,
+    },
+}
+
+/// A batch to submit, in order, to the client's router.
+#[derive(Debug)]
+pub struct Batch {
+    /// Its id, for [`ProducerBuffer::complete`].
+    pub id: BatchId,
+    /// The `Request::Send` carrying its messages.
+    pub request: Request,
+}
+
+/// The outcome of one send call.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    /// The call.
+    pub ticket: Ticket,
+    /// Its own receipt, or its messages back with the error.
+    pub outcome: Result<SendReceipt, SendFailure>,
+}
+
+/// Messages that were not (or may not have been) appended, and why.
+#[derive(Debug, Clone)]
+pub struct SendFailure {
+    /// The call's messages, as it gave them (with their ids and timestamps as sent).
+    pub messages: Vec<Message>,
+    /// Why: for an unknown outcome they may be in the log.
+    pub error: ClientError,
+}
+
+/// Counters of one producer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProducerStats {
+    /// Messages acknowledged.
+    pub sent_messages: u64,
+    /// Messages whose send failed (or whose outcome is unknown).
+    pub failed_messages: u64,
+    /// Messages buffered and not yet submitted.
+    pub buffered_messages: usize,
+    /// Batches submitted and not yet answered.
+    pub in_flight: usize,
+}

@@ -1,0 +1,464 @@
+//! The background producer's state, driven directly with `now`, as an adversary would:
+//! flushes while calls wait, deadlines passing mid-batch, shutdowns with waiters, batches
+//! failing beside others that succeed, and calls that could never fit.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// The test is the adapter here: it owns the clock, and passes `now` in.
+#![allow(clippy::disallowed_methods)]
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use iggy_route_core::client::ClientError;
+use iggy_route_core::client::producer::{
+    Backpressure, Batch, ErrorCallback, Handles, LONGEST_PRODUCER_WAIT, Offered, ProducerConfig,
+    ProducerError, ProducerSettings, ProducerState, ProducerStats, Refusal, SendFailure,
+};
+use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::{NodeId, Request, SendReceipt, SubmitError};
+
+/// Where a test handle's answer lands.
+type Slot<T> = Rc<RefCell<Option<T>>>;
+
+struct Slots;
+
+impl Handles for Slots {
+    type Waiter = Slot<Result<(), ClientError>>;
+    type Delivery = Slot<Result<SendReceipt, SendFailure>>;
+    type Flush = Slot<Result<(), ProducerError>>;
+
+    fn admit(waiter: Self::Waiter, outcome: Result<(), ClientError>) {
+        assert!(waiter.replace(Some(outcome)).is_none(), "told twice");
+    }
+
+    fn deliver(delivery: Self::Delivery, outcome: Result<SendReceipt, SendFailure>) {
+        assert!(delivery.replace(Some(outcome)).is_none(), "told twice");
+    }
+
+    fn flush_over(done: Self::Flush, report: Result<(), ProducerError>) {
+        assert!(done.replace(Some(report)).is_none(), "told twice");
+    }
+}
+
+fn slot<T>() -> Slot<T> {
+    Rc::new(RefCell::new(None))
+}
+
+fn messages(count: usize) -> Vec<Message> {
+    (0..count)
+        .map(|_| Message {
+            payload: Bytes::from_static(b"m"),
+            ..Message::default()
+        })
+        .collect()
+}
+
+fn receipt(base: u64, messages: u32) -> SendReceipt {
+    SendReceipt {
+        partition_id: 1,
+        base_offset: Some(base),
+        messages,
+        node: NodeId(0),
+        replica: None,
+    }
+}
+
+const LINGER: Duration = Duration::from_secs(60);
+
+fn state(backpressure: Backpressure, has_callback: bool) -> ProducerState<Slots> {
+    let config = ProducerConfig {
+        batch_length: 100,
+        linger_time: LINGER,
+        max_buffered_messages: 4,
+        max_in_flight: 2,
+        backpressure,
+        ..ProducerConfig::default()
+    };
+    let mut settings = ProducerSettings::new(Identifier::from(1u32), Identifier::from(2u32));
+    settings.config = config;
+    if has_callback {
+        settings.on_error = Some(Arc::new(drop));
+    }
+    ProducerState::new(&settings)
+}
+
+/// A call's delivery and, if it waits, its waiter.
+struct Call {
+    delivery: Slot<Result<SendReceipt, SendFailure>>,
+    waiter: Slot<Result<(), ClientError>>,
+    offered: Result<Offered, ClientError>,
+}
+
+fn send(state: &mut ProducerState<Slots>, now: Instant, count: usize) -> Call {
+    let (delivery, waiter) = (slot(), slot());
+    let offered = state
+        .send(now, messages(count), Rc::clone(&delivery), || {
+            Some(Rc::clone(&waiter))
+        })
+        .map_err(|refusal| {
+            assert!(
+                refusal.delivery.borrow().is_none(),
+                "a refused call is told nothing"
+            );
+            refusal.error
+        });
+    Call {
+        delivery,
+        waiter,
+        offered,
+    }
+}
+
+/// Carries out every output: batches are returned, the rest told (failures to `log`).
+fn drain(state: &mut ProducerState<Slots>, log: Option<&ErrorCallback>) -> Vec<Batch> {
+    std::iter::from_fn(|| state.poll_output())
+        .filter_map(|output| output.tell(log))
+        .collect()
+}
+
+fn batch_len(batch: &Batch) -> usize {
+    let Request::Send(send) = &batch.request else {
+        panic!("a batch is a send");
+    };
+    send.messages.len()
+}
+
+#[test]
+fn zero_length_and_over_size_calls_are_refused_and_nothing_is_held() {
+    let now = Instant::now();
+    let mut state = state(Backpressure::Block, false);
+    let empty = send(&mut state, now, 0);
+    assert!(matches!(
+        empty.offered,
+        Err(ClientError::Submit(SubmitError::EmptyBatch))
+    ));
+    let huge = send(&mut state, now, 5);
+    assert!(
+        matches!(huge.offered, Err(ClientError::Invalid(_))),
+        "a call larger than the buffer can never fit: not a queue to retry"
+    );
+    assert!(huge.waiter.borrow().is_none());
+    assert_eq!(state.stats(), ProducerStats::default());
+    let done = slot();
+    assert!(state.flush(Rc::clone(&done)).is_none());
+    state.pump(now);
+    assert!(drain(&mut state, None).is_empty());
+    assert!(matches!(*done.borrow(), Some(Ok(()))));
+}
+
+#[test]
+fn a_flush_while_a_call_waits_for_room_ends_with_the_calls_before_it() {
+    let now = Instant::now();
+    let mut state = state(Backpressure::Block, false);
+    let held = send(&mut state, now, 4);
+    assert!(matches!(held.offered, Ok(Offered::Buffered { wake: true })));
+    let waiting = send(&mut state, now, 2);
+    assert!(matches!(waiting.offered, Ok(Offered::Waiting(_))));
+    // A small call that would fit behind it does not overtake it.
+    let behind = send(&mut state, now, 1);
+    assert!(matches!(behind.offered, Ok(Offered::Waiting(_))));
+    let done = slot();
+    assert!(state.flush(Rc::clone(&done)).is_none());
+    state.pump(now);
+    let batches = drain(&mut state, None);
+    assert!(
+        matches!(*waiting.waiter.borrow(), Some(Ok(()))),
+        "room freed"
+    );
+    assert!(
+        matches!(*behind.waiter.borrow(), Some(Ok(()))),
+        "then the next in line"
+    );
+    // While the flush is pending nothing lingers: the calls let in go at once too.
+    assert_eq!(batches.iter().map(batch_len).collect::<Vec<_>>(), [4, 3]);
+    assert!(done.borrow().is_none(), "the four are not acknowledged yet");
+    state.complete(batches[0].id, Ok(receipt(10, 4)));
+    drain(&mut state, None);
+    assert!(
+        matches!(*done.borrow(), Some(Ok(()))),
+        "over without the later calls"
+    );
+    assert_eq!(
+        held.delivery
+            .borrow()
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .base_offset,
+        Some(10)
+    );
+    assert!(waiting.delivery.borrow().is_none(), "not acknowledged yet");
+    state.complete(batches[1].id, Ok(receipt(14, 3)));
+    drain(&mut state, None);
+    assert_eq!(
+        behind
+            .delivery
+            .borrow()
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .base_offset,
+        Some(16),
+        "its own offsets, after the call before it in the batch"
+    );
+}
+
+#[test]
+fn a_deadline_passing_mid_batch_refuses_the_waiting_call_and_only_it() {
+    let start = Instant::now();
+    let patience = Duration::from_millis(100);
+    let mut state = state(Backpressure::BlockWithTimeout(patience), false);
+    let held = send(&mut state, start, 4);
+    let now = start + LINGER;
+    state.pump(now);
+    let batches = drain(&mut state, None);
+    assert_eq!(batches.len(), 1, "lingered out");
+    // The batch is out: its room is free again, and a call fills it.
+    let fits = send(&mut state, now, 4);
+    assert!(matches!(fits.offered, Ok(Offered::Buffered { .. })));
+    let late = send(&mut state, now, 1);
+    assert!(matches!(late.offered, Ok(Offered::Waiting(_))));
+    assert_eq!(
+        state.poll_timeout(),
+        Some(now + patience),
+        "the deadline comes first"
+    );
+    state.pump(now + patience - Duration::from_millis(1));
+    assert!(drain(&mut state, None).is_empty());
+    assert!(late.waiter.borrow().is_none(), "not before its deadline");
+    state.pump(now + patience);
+    assert!(drain(&mut state, None).is_empty());
+    assert!(matches!(
+        *late.waiter.borrow(),
+        Some(Err(ClientError::QueueFull { limit: 4 }))
+    ));
+    assert!(late.delivery.borrow().is_none());
+    state.complete(batches[0].id, Ok(receipt(0, 4)));
+    drain(&mut state, None);
+    assert!(held.delivery.borrow().as_ref().unwrap().is_ok());
+    assert_eq!(
+        state.stats().buffered_messages,
+        4,
+        "the fitting call is still held"
+    );
+    assert_eq!(state.poll_timeout(), Some(now + LINGER));
+}
+
+#[test]
+fn fail_immediately_and_a_caller_that_cannot_wait_are_refused_at_once() {
+    let now = Instant::now();
+    let mut state = state(Backpressure::FailImmediately, false);
+    send(&mut state, now, 3);
+    let refused = send(&mut state, now, 2);
+    assert!(matches!(
+        refused.offered,
+        Err(ClientError::QueueFull { limit: 4 })
+    ));
+    assert!(matches!(
+        send(&mut state, now, 1).offered,
+        Ok(Offered::Buffered { .. })
+    ));
+    let mut blocking = self::state(Backpressure::Block, false);
+    send(&mut blocking, now, 4);
+    let own_thread = blocking.send(now, messages(1), slot(), || None);
+    assert!(matches!(
+        own_thread,
+        Err(Refusal {
+            error: ClientError::QueueFull { limit: 4 },
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_shutdown_with_waiters_refuses_them_sends_the_rest_and_ends_after_the_answers() {
+    let now = Instant::now();
+    let mut state = state(Backpressure::Block, false);
+    let held = send(&mut state, now, 4);
+    let waiting = send(&mut state, now, 1);
+    let done = slot();
+    assert!(state.shutdown(Some(Rc::clone(&done))).is_none());
+    assert!(matches!(
+        send(&mut state, now, 1).offered,
+        Err(ClientError::Closed)
+    ));
+    state.pump(now);
+    let batches = drain(&mut state, None);
+    assert!(matches!(
+        *waiting.waiter.borrow(),
+        Some(Err(ClientError::Closed))
+    ));
+    assert_eq!(
+        batches.len(),
+        1,
+        "what was buffered goes without its linger"
+    );
+    assert!(!state.is_finished() && done.borrow().is_none());
+    state.complete(batches[0].id, Err(ClientError::Closed));
+    drain(&mut state, None);
+    assert!(state.is_finished());
+    assert!(matches!(
+        *done.borrow(),
+        Some(Err(ProducerError::SendsFailed { messages: 4, .. }))
+    ));
+    let failure = held.delivery.borrow_mut().take().unwrap().unwrap_err();
+    assert_eq!(failure.messages.len(), 4, "the messages come back");
+    assert!(state.end(false).is_empty());
+    let (_, report) = state.flush(slot()).expect("over at once once ended");
+    assert!(report.is_ok(), "the failures were reported once");
+}
+
+#[test]
+fn a_batch_failing_while_another_succeeds_reaches_the_callback_in_call_order() {
+    let now = Instant::now();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log: ErrorCallback = {
+        let seen = Arc::clone(&seen);
+        Arc::new(move |failure: SendFailure| seen.lock().unwrap().push(failure.messages.len()))
+    };
+    let mut state = state(Backpressure::Block, true);
+    let first = send(&mut state, now, 1);
+    let second = send(&mut state, now, 2);
+    state.pump(now + LINGER);
+    let one = drain(&mut state, Some(&log));
+    let third = send(&mut state, now + LINGER, 3);
+    let done = slot();
+    state.flush(Rc::clone(&done));
+    state.pump(now + LINGER);
+    let two = drain(&mut state, Some(&log));
+    assert_eq!((one.len(), two.len()), (1, 1));
+    assert_eq!((batch_len(&one[0]), batch_len(&two[0])), (3, 3));
+    // Answered out of order: the later batch first.
+    state.complete(two[0].id, Ok(receipt(7, 3)));
+    state.complete(one[0].id, Err(ClientError::Closed));
+    state.complete(one[0].id, Ok(receipt(0, 3)));
+    drain(&mut state, Some(&log));
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [1, 2],
+        "each failed call once, in call order"
+    );
+    assert!(first.delivery.borrow().as_ref().unwrap().is_err());
+    assert!(second.delivery.borrow().as_ref().unwrap().is_err());
+    assert_eq!(
+        third
+            .delivery
+            .borrow()
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .base_offset,
+        Some(7)
+    );
+    assert!(
+        matches!(*done.borrow(), Some(Ok(()))),
+        "the callback took the failures: the flush does not count them"
+    );
+    let stats = state.stats();
+    assert_eq!((stats.sent_messages, stats.failed_messages), (3, 3));
+}
+
+#[test]
+fn a_cancelled_waiter_leaves_the_line_and_the_next_one_gets_in() {
+    let now = Instant::now();
+    let mut state = state(Backpressure::Block, false);
+    send(&mut state, now, 4);
+    let cancelled = send(&mut state, now, 4);
+    let next = send(&mut state, now, 1);
+    let Ok(Offered::Waiting(id)) = cancelled.offered else {
+        panic!("it should wait");
+    };
+    assert!(state.cancel(id).is_some());
+    assert!(state.cancel(id).is_none(), "gone already");
+    state.flush(slot());
+    state.pump(now);
+    let batches = drain(&mut state, None);
+    assert!(matches!(*next.waiter.borrow(), Some(Ok(()))));
+    assert!(cancelled.waiter.borrow().is_none());
+    assert_eq!(
+        batches.iter().map(batch_len).sum::<usize>(),
+        5,
+        "the four, then the one"
+    );
+}
+
+#[test]
+fn an_abnormal_end_tells_everyone_still_waiting_and_later_calls_fail() {
+    let now = Instant::now();
+    let mut state = state(Backpressure::Block, false);
+    let in_flight = send(&mut state, now, 4);
+    state.flush(slot());
+    state.pump(now);
+    drain(&mut state, None);
+    let buffered = send(&mut state, now, 4);
+    let waiting = send(&mut state, now, 1);
+    let flush = slot();
+    state.flush(Rc::clone(&flush));
+    for output in state.end(true) {
+        output.tell(None);
+    }
+    let lost = in_flight.delivery.borrow_mut().take().unwrap().unwrap_err();
+    assert!(
+        lost.messages.is_empty(),
+        "they went with their batch and may be stored"
+    );
+    let back = buffered.delivery.borrow_mut().take().unwrap().unwrap_err();
+    assert_eq!(back.messages.len(), 4, "never sent: the messages come back");
+    assert!(matches!(
+        *waiting.waiter.borrow(),
+        Some(Err(ClientError::Closed))
+    ));
+    assert!(matches!(*flush.borrow(), Some(Err(ProducerError::Stopped))));
+    assert!(matches!(
+        send(&mut state, now, 1).offered,
+        Err(ClientError::Closed)
+    ));
+    let (_, report) = state.shutdown(Some(slot())).unwrap();
+    assert!(matches!(report, Err(ProducerError::Stopped)));
+}
+
+/// Makes one setting invalid.
+type Spoil = fn(&mut ProducerConfig);
+
+#[test]
+fn one_rule_checks_the_settings_of_both_adapters() {
+    let day = LONGEST_PRODUCER_WAIT;
+    let valid = ProducerConfig {
+        linger_time: day,
+        backpressure: Backpressure::BlockWithTimeout(day),
+        ..ProducerConfig::default()
+    };
+    assert!(valid.validate_background().is_ok(), "a day is accepted");
+    let cases: [(Spoil, &str); 6] = [
+        (|c| c.batch_length = 0, "batch_length"),
+        (|c| c.batch_size = 0, "batch_size"),
+        (|c| c.max_buffered_bytes = 0, "max_buffered_bytes"),
+        (|c| c.max_in_flight = 0, "max_in_flight"),
+        (|c| c.linger_time = Duration::MAX, "linger_time"),
+        (
+            |c| c.backpressure = Backpressure::BlockWithTimeout(Duration::MAX),
+            "backpressure",
+        ),
+    ];
+    for (spoil, field) in cases {
+        let mut config = valid.clone();
+        spoil(&mut config);
+        let refused = config.validate_background().unwrap_err();
+        assert!(refused.to_string().contains(field), "{field}: {refused}");
+    }
+    let direct = ProducerConfig {
+        max_in_flight: 0,
+        linger_time: Duration::MAX,
+        ..ProducerConfig::default()
+    };
+    assert!(
+        direct.validate_direct().is_ok(),
+        "background bounds do not bind a direct one"
+    );
+}
