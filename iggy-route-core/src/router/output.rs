@@ -40,7 +40,7 @@ pub enum CloseReason {
     Local,
 }
 
-/// What the router wants done. Drained with [`Router::poll_output`].
+/// What the router wants done. Drained with [`Router::poll_output`](super::Router::poll_output).
 ///
 /// Its `Debug` form shows a `Transmit` by length only: a login frame carries the password.
 ///
