@@ -183,8 +183,9 @@ impl Event {
     }
 }
 
-/// Counters since the router was made.
+/// Counters since the router was made. New counters may come in a minor release.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Sends that completed with success.
     pub sends: u64,

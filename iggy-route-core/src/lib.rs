@@ -29,7 +29,7 @@
 //!
 //! # Layers
 //! - [`wire`]: the Iggy 0.11.0 binary protocol, both directions.
-//! - [`routing`]: every decision, in typed values (no bytes).
+//! - `routing` (internal): every decision, in typed values (no bytes).
 //! - [`router`]: the links and framing around it, and the outer face adapters drive (see
 //!   [`Router`] for the drive contract).
 //! - [`client`]: what the adapters' clients share without doing I/O: their error type and
@@ -46,10 +46,10 @@
 //! 1. The adapter's `send` builds a [`client::Call`] and calls [`Router::submit`] with
 //!    the [`Request`]. The router checks its shape (`Request::validate`), stamps message
 //!    ids, and keeps it in its request table.
-//! 2. It hands the request's [`routing::RequestFacts`] to [`routing::Routing::admit`]. The
+//! 2. It hands the request's `routing::RequestFacts` to `routing::Routing::admit`. The
 //!    routing layer resolves the partition against the topic's cached count, queues the
 //!    request in the partition's lane and, the lane being free and its route fresh,
-//!    releases it: one [`routing::Decision::Write`] naming the node and the partition.
+//!    releases it: one `routing::Decision::Write` naming the node and the partition.
 //! 3. The router finishes the input in one turn: it applies the decision (the request
 //!    joins the node's ready queue), writes it on the node's idle data link (encoded from
 //!    its own copy of the request, framed with that link's identity) and queues one
@@ -57,14 +57,14 @@
 //!    [`Router::poll_timeout`] reads.
 //! 4. The reply arrives as [`Router::handle_read`]: the frame is matched to the exchange
 //!    in flight, decoded into the caller's [`Reply`] (kept by the router), and reported to
-//!    routing as [`routing::Attempt::Done`] with what routing needs of it
-//!    ([`routing::Served`]).
+//!    routing as `routing::Attempt::Done` with what routing needs of it
+//!    (`routing::Served`).
 //! 5. The routing layer confirms the route, frees the lane (releasing the next request, if
-//!    any) and decides [`routing::Decision::Completed`]; the router applies it in the same
+//!    any) and decides `routing::Decision::Completed`; the router applies it in the same
 //!    input's turn and queues [`Output::Completed`] with the kept reply, which the adapter
 //!    hands to the waiting caller.
 //!
-//! A refusal (58) takes the same path back with [`routing::Attempt::Refused`]: routing
+//! A refusal (58) takes the same path back with `routing::Attempt::Refused`: routing
 //! drops the route and decides a lookup (or the next node) at once, and the request goes
 //! out again from step 3.
 //!
@@ -73,10 +73,12 @@
 //! - `server`: the server half of the [`wire`] codec (request decoders, reply encoders
 //!   and the frame helpers a test server uses). The loopback test cluster in the
 //!   workspace's `tests/` crate and the mio adapter's unit tests turn it on.
-//! - `fuzzing` (implies `server`): the hidden `fuzzing` module, the fuzz targets' entry
+//! - `internals` (hidden): the routing layer as a module and the router's inspection
+//!   methods (routes, lanes, links), for the workspace's tests and simulation.
+//! - `fuzzing` (implies `server` and `internals`): the hidden `fuzzing` module, the fuzz targets' entry
 //!   points and the `FakeCluster` the router tests run against. `fuzz/` turns it on.
 //!
-//! The crate's own tests and benches see both (it is its own dev-dependency with
+//! The crate's own tests and benches see them all (it is its own dev-dependency with
 //! `fuzzing` on).
 #![warn(missing_docs)]
 
@@ -94,11 +96,17 @@ mod ids;
 mod request;
 mod rng;
 pub mod router;
+/// The routing layer is the router's own child: a user drives the [`Router`], never this.
+/// Its tests and the simulation reach it through the hidden `internals` feature.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod routing;
+#[cfg(not(feature = "internals"))]
+mod routing;
 
 pub use config::{
     AddressProblem, Config, ConfigBuilder, ConfigError, ConnectionStringError, Credentials,
-    CredentialsProblem, Delivery, PollFrom, TlsConfig, TlsError,
+    CredentialsProblem, DeliveryGuarantee, PollFrom, TlsConfig, TlsError,
 };
 pub use event::{Event, LinkRole, ProtocolViolation, Stats};
 pub use ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};

@@ -52,8 +52,8 @@ fn empty_requests_and_replies_ping_stats_me_clients_streams() {
     assert_eq!(empty_reply(&EmptyResponse.to_bytes()), Ok(()));
 }
 
-fn stats() -> (Stats, TStats) {
-    let ours = Stats {
+fn stats() -> (ServerStats, TStats) {
+    let ours = ServerStats {
         process_id: 4242,
         cpu_usage: 25.5,
         total_cpu_usage: 50.25,
@@ -154,9 +154,9 @@ fn stats() -> (Stats, TStats) {
 fn get_stats_reply() {
     let (value, their) = stats();
     same(&their, &ours(|o| value.encode(o)));
-    assert_eq!(Stats::decode(&their.to_bytes()).unwrap(), value);
+    assert_eq!(ServerStats::decode(&their.to_bytes()).unwrap(), value);
     // No semantic version travels as 0, both ways.
-    let value = Stats {
+    let value = ServerStats {
         iggy_server_semver: None,
         cache_metrics: Vec::new(),
         ..value
@@ -167,7 +167,7 @@ fn get_stats_reply() {
         ..their
     };
     same(&their, &ours(|o| value.encode(o)));
-    assert_eq!(Stats::decode(&their.to_bytes()).unwrap(), value);
+    assert_eq!(ServerStats::decode(&their.to_bytes()).unwrap(), value);
 }
 
 fn client(client_id: u32, address: &str, groups: u32) -> (ClientInfo, TClient) {

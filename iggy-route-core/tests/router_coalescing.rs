@@ -316,7 +316,8 @@ fn linger_waits_for_company_and_goes_at_once_when_the_frame_is_full() {
 
 #[test]
 fn at_least_once_writes_a_lost_merged_frame_again_whole_and_in_order() {
-    let mut h = Held::new(|config| config.delivery = iggy_route_core::Delivery::AtLeastOnce);
+    let mut h =
+        Held::new(|config| config.delivery = iggy_route_core::DeliveryGuarantee::AtLeastOnce);
     h.submit(send_of(0, 1, 1));
     let b = h.submit(send_of(0, 2, 1));
     let c = h.submit(send_of(0, 3, 2));

@@ -145,10 +145,11 @@ fn keyed_and_explicit_sends_are_never_moved_off_a_stalled_partition() {
 #[test]
 fn a_full_partition_queue_is_passed_over_instead_of_refusing_a_balanced_send() {
     for skips in [true, false] {
-        let config = Config {
-            max_pending_per_lane: 2,
-            balanced_skips_stalled: skips,
-            ..config()
+        let config = {
+            let mut config = config();
+            config.max_pending_per_lane = 2;
+            config.balanced_skips_stalled = skips;
+            config
         };
         let (t0, mut routing) = three_partitions(config);
         // Partition 0 holds two sends (one in flight, one waiting): full.
@@ -238,9 +239,10 @@ fn when_every_partition_is_stalled_the_turn_is_kept() {
 
 #[test]
 fn with_the_option_off_balanced_sends_keep_strict_turns() {
-    let config = Config {
-        balanced_skips_stalled: false,
-        ..config()
+    let config = {
+        let mut config = config();
+        config.balanced_skips_stalled = false;
+        config
     };
     let (t0, mut routing) = three_partitions(config);
     stall_partition_1(&mut routing, t0);
@@ -250,9 +252,10 @@ fn with_the_option_off_balanced_sends_keep_strict_turns() {
 
 #[test]
 fn a_full_turn_with_every_other_partition_stalled_goes_to_a_stalled_one_with_room() {
-    let config = Config {
-        max_pending_per_lane: 3,
-        ..config()
+    let config = {
+        let mut config = config();
+        config.max_pending_per_lane = 3;
+        config
     };
     let (t0, mut routing) = three_partitions(config);
     // Partition 0 (the cursor's turn) is full: one send in flight, two waiting.

@@ -12,7 +12,8 @@ use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, Decision, RouteAnswer, Routing, Target, TopicAnswer};
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{
-    Config, Delivery, NodeId, Output, Request, RequestError, Router, SendRequest, SubmitError,
+    Config, DeliveryGuarantee, NodeId, Output, Request, RequestError, Router, SendRequest,
+    SubmitError,
 };
 use support::*;
 
@@ -90,7 +91,7 @@ fn link_lost_with_a_send_in_flight_completes_outcome_unknown() {
 fn at_least_once_writes_a_send_again_after_its_link_was_lost() {
     let t0 = origin();
     let mut config = config();
-    config.delivery = Delivery::AtLeastOnce;
+    config.delivery = DeliveryGuarantee::AtLeastOnce;
     let mut routing = Routing::new(config, 7, t0);
     let id = routing
         .admit(t0, send(Partitioning::PartitionId(0)))
@@ -250,9 +251,10 @@ fn oversized_messages_and_frames_are_refused_before_anything_is_sent() {
         SubmitError::FrameTooLarge { max: 4096, .. }
     ));
     let mut roomy = Router::new(
-        Config {
-            max_frame_size: u32::MAX,
-            ..self::config()
+        {
+            let mut config = self::config();
+            config.max_frame_size = u32::MAX;
+            config
         },
         1,
         t0,

@@ -14,9 +14,10 @@ use support::*;
 /// node 0.
 fn in_flight_to_node0(follow: bool) -> (std::time::Instant, Routing, RequestId) {
     let t0 = origin();
-    let config = Config {
-        follow_refusal_view: follow,
-        ..config()
+    let config = {
+        let mut config = config();
+        config.follow_refusal_view = follow;
+        config
     };
     let mut routing = warmed_with(config, t0, 1, &[(0, 0)]);
     routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));

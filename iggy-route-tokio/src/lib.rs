@@ -91,8 +91,8 @@ pub use iggy_route_core::wire::{
     StreamDetails, TopicDetails,
 };
 pub use iggy_route_core::{
-    Config, Credentials, Delivery, PollRequest, Reply, Request, RequestError, SendReceipt, Stats,
-    SubmitError, TlsConfig, TlsError,
+    Config, Credentials, DeliveryGuarantee, PollRequest, Reply, Request, RequestError, SendReceipt,
+    Stats, SubmitError, TlsConfig, TlsError,
 };
 pub use producer::{
     BackgroundConfig, Backpressure, ErrorCallback, Producer, ProducerBuilder, ProducerError,

@@ -31,10 +31,11 @@ fn split_cluster(runtime: &tokio::runtime::Runtime) -> (TestCluster, u32, u32) {
 
 fn client(cluster: &TestCluster, adapter: Adapter, follow: bool) -> TestClient {
     let seeds = (0..3).map(|node| cluster.addr(node).to_string()).collect();
-    let config = Config {
-        follow_refusal_view: follow,
-        request_timeout: Duration::from_secs(10),
-        ..short_config(seeds)
+    let config = {
+        let mut config = short_config(seeds);
+        config.follow_refusal_view = follow;
+        config.request_timeout = Duration::from_secs(10);
+        config
     };
     TestClient::connect(adapter, config).unwrap()
 }

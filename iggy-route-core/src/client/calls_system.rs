@@ -23,8 +23,8 @@ use super::{Call, ClientError, identifier};
 use crate::Plane;
 use crate::wire::{
     ClientDetails, ClientInfo, Consumer, ConsumerOffsetInfo, ConsumerOffsetKey,
-    DeleteConsumerOffsetRequest, FlushUnsavedBufferRequest, GetClientRequest, Identifier, Stats,
-    code, empty_reply,
+    DeleteConsumerOffsetRequest, FlushUnsavedBufferRequest, GetClientRequest, Identifier,
+    ServerStats, code, empty_reply,
 };
 
 impl Call<()> {
@@ -91,7 +91,7 @@ impl Call<()> {
     }
 }
 
-impl Call<Stats> {
+impl Call<ServerStats> {
     /// The server's statistics (its clients count is the answering node's).
     pub fn get_stats() -> Self {
         Self::command(
@@ -99,7 +99,7 @@ impl Call<Stats> {
             code::GET_STATS,
             Bytes::new(),
             Plane::MetadataRead,
-            Stats::decode,
+            ServerStats::decode,
         )
     }
 }

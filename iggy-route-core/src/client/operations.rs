@@ -207,7 +207,7 @@ macro_rules! for_each_operation {
     fn ping() -> () = $crate::client::Call::ping();
 
     /// The server's statistics (its clients count is the answering node's).
-    fn get_stats() -> $crate::wire::Stats = $crate::client::Call::get_stats();
+    fn get_stats() -> $crate::wire::ServerStats = $crate::client::Call::get_stats();
 
     /// This client's own connection, as the node holding its session sees it.
     fn get_me() -> $crate::wire::ClientDetails = $crate::client::Call::get_me();

@@ -64,7 +64,7 @@ impl fmt::Debug for Credentials {
 
 /// Whether a send whose link closed while it was in flight may be sent again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
+pub enum DeliveryGuarantee {
     /// Never write a message twice: such a send completes with `RequestError::OutcomeUnknown`.
     AtMostOnce,
     /// Send it again on a new link (a new session cannot be deduplicated by the server, so the
@@ -93,8 +93,11 @@ pub enum PollFrom {
     AnyReplica,
 }
 
-/// Router configuration. `Config::new` gives production defaults; every field is public.
+/// Router configuration. `Config::new`, [`ConfigBuilder`] or a connection string give
+/// production defaults; a field may then be set by name. New fields may come in a minor
+/// release, so a `Config` is never written out as a struct literal outside this crate.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Config {
     /// Seed addresses, `host:port`. The first reachable one carries the session.
     pub seeds: Vec<String>,
@@ -146,7 +149,7 @@ pub struct Config {
     /// Most nodes the router will track (seeds plus roster entries).
     pub max_nodes: usize,
     /// What to do with a send whose link closed while it was in flight.
-    pub delivery: Delivery,
+    pub delivery: DeliveryGuarantee,
     /// Which node serves a poll of one partition.
     pub poll_from: PollFrom,
     /// For this long after one of our own metadata writes, metadata reads go to the
@@ -176,6 +179,7 @@ pub struct Config {
     /// the cluster has one) confirming it in parallel: a controlled move then costs two
     /// round trips instead of three. A wrong name costs one more refusal, after which the
     /// usual lookup or discovery decides. On by default.
+    #[doc(hidden)]
     pub follow_refusal_view: bool,
     /// A balanced send (`Partitioning::Balanced`) passes over a partition whose requests
     /// wait for a primary (a crashed node, a move in progress), and one whose queue is
@@ -185,6 +189,7 @@ pub struct Config {
     /// a failover (each holding an in-flight slot of its producer). A partition passed
     /// over is balanced to again once its queue drains or it admits. Keyed and explicit
     /// sends are never moved. Off: strict round-robin. On by default.
+    #[doc(hidden)]
     pub balanced_skips_stalled: bool,
     /// TLS on every link (`None`, the default: plaintext). The adapters do the TLS; the
     /// core sees the same bytes either way.
@@ -221,7 +226,7 @@ impl Config {
             max_pending_per_lane: 2_000,
             max_frame_size: crate::wire::DEFAULT_MAX_FRAME_SIZE,
             max_nodes: 64,
-            delivery: Delivery::AtMostOnce,
+            delivery: DeliveryGuarantee::AtMostOnce,
             poll_from: PollFrom::Primary,
             own_write_settle: Duration::from_secs(1),
             coalesce_max_messages: 10_000,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Config, Credentials, Delivery, PollFrom};
+use super::{Config, Credentials, DeliveryGuarantee, PollFrom};
 use crate::wire::{HEADER_SIZE, Name};
 
 /// Why a configuration was not accepted. It names the field, never a credential's value.
@@ -246,7 +246,7 @@ impl ConfigBuilder {
         max_pending_per_lane: usize,
         max_frame_size: u32,
         max_nodes: usize,
-        delivery: Delivery,
+        delivery: DeliveryGuarantee,
         poll_from: PollFrom,
         own_write_settle: Duration,
         coalesce_max_messages: u32,

@@ -251,41 +251,49 @@ impl Router {
 
     /// The server's replica id of `node` (its place in the roster), once the roster has
     /// been read.
+    #[cfg(feature = "internals")]
     pub fn replica_of(&self, node: NodeId) -> Option<u32> {
         self.routing.roster().replica_of(node)
     }
 
     /// The node that carries the session now.
+    #[cfg(feature = "internals")]
     pub fn coordinator_node(&self) -> NodeId {
         self.coordinator.node
     }
 
     /// The address of a node, as the router dials it.
+    #[cfg(feature = "internals")]
     pub fn node_addr(&self, node: NodeId) -> Option<&str> {
         self.node(node).map(|n| n.addr.as_str())
     }
 
     /// The route a partition has now.
+    #[cfg(feature = "internals")]
     pub fn route(&self, partition: &PartitionKey) -> Option<NodeId> {
         self.routing.route(partition)
     }
 
     /// Whether the cluster answers the routing commands.
+    #[cfg(feature = "internals")]
     pub fn routing_commands(&self) -> RoutingCommands {
         self.routing.routing_commands()
     }
 
     /// Requests accepted and not yet completed.
+    #[cfg(feature = "internals")]
     pub fn pending_count(&self) -> usize {
         self.requests.len()
     }
 
     /// Every lane's queue length (for bound checks in tests and simulations).
+    #[cfg(feature = "internals")]
     pub fn lane_lengths(&self) -> Vec<usize> {
         self.routing.lane_lengths()
     }
 
     /// Open links, and how many are signed in.
+    #[cfg(feature = "internals")]
     pub fn link_count(&self) -> (usize, usize) {
         let ready = self
             .links

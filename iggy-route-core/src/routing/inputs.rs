@@ -9,7 +9,7 @@ use super::{
     Attempt, Decision, LaneKey, Place, RequestKind, Routing, RoutingCommands, Served, Target,
     TimerKey,
 };
-use crate::config::Delivery;
+use crate::config::DeliveryGuarantee;
 use crate::event::Event;
 use crate::ids::{NodeId, PartitionKey, RequestId};
 use crate::request::RequestError;
@@ -79,7 +79,7 @@ impl Routing {
             Attempt::NotYet(wait) => self.retry_after(now, frame, &place, wait),
             Attempt::Unknown => {
                 let retry = match &self.pending[&frame[0]].facts.kind {
-                    RequestKind::Send => self.delivery() == Delivery::AtLeastOnce,
+                    RequestKind::Send => self.delivery() == DeliveryGuarantee::AtLeastOnce,
                     // Storing the same offset twice leaves the same state.
                     RequestKind::StoreOffset => true,
                     kind @ (RequestKind::Poll { .. }

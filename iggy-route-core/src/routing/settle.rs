@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tracing::trace;
 
 use super::{Decision, Place, RequestFacts, RequestKind, Routing, RoutingCommands, TimerKey};
-use crate::config::Delivery;
+use crate::config::DeliveryGuarantee;
 use crate::ids::RequestId;
 use crate::request::RequestError;
 
@@ -149,7 +149,7 @@ impl Routing {
         self.pending.get(&id).map(|p| p.deadline)
     }
 
-    pub(super) fn delivery(&self) -> Delivery {
+    pub(super) fn delivery(&self) -> DeliveryGuarantee {
         self.config.delivery
     }
 

@@ -97,7 +97,7 @@ pub use streams_admin::{
 #[cfg(feature = "server")]
 pub use system::decode_empty_request;
 pub use system::{
-    CacheMetric, ClientDetails, ClientInfo, ConsumerGroupMembership, GetClientRequest, Stats,
+    CacheMetric, ClientDetails, ClientInfo, ConsumerGroupMembership, GetClientRequest, ServerStats,
 };
 #[cfg(feature = "server")]
 pub use tokens::encode_personal_access_tokens;

@@ -18,7 +18,7 @@ const MEMBERSHIP_LEN: usize = 12;
 /// Smallest encoded [`ClientInfo`] (empty address).
 const MIN_CLIENT_INFO_LEN: usize = 17;
 
-/// One partition's cache hit statistics in [`Stats`].
+/// One partition's cache hit statistics in [`ServerStats`].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct CacheMetric {
     /// Stream id.
@@ -38,7 +38,7 @@ pub struct CacheMetric {
 /// The `GET_STATS` reply: every field of the 0.11.0 crate's `StatsResponse`, in wire
 /// order. Times are µs; sizes are bytes.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Stats {
+pub struct ServerStats {
     /// The server's process id.
     pub process_id: u32,
     /// CPU use of the server process, percent.
@@ -97,8 +97,8 @@ pub struct Stats {
     pub total_disk_space: u64,
 }
 
-whole_body!(Stats, "stats", |r| {
-    let mut stats = Stats {
+whole_body!(ServerStats, "stats", |r| {
+    let mut stats = ServerStats {
         process_id: r.u32()?,
         cpu_usage: f32::from_bits(r.u32()?),
         total_cpu_usage: f32::from_bits(r.u32()?),
@@ -123,7 +123,7 @@ whole_body!(Stats, "stats", |r| {
         kernel_version: r.string_u32("kernel version")?,
         iggy_server_version: r.string_u32("server version")?,
         iggy_server_semver: Some(r.u32()?).filter(|&semver| semver != 0),
-        ..Stats::default()
+        ..ServerStats::default()
     };
     let count = r.u32()? as usize;
     let mut metrics = Vec::with_capacity(count.min(r.remaining() / CACHE_METRIC_LEN));
@@ -152,7 +152,7 @@ fn put_string(out: &mut BytesMut, text: &str) {
 }
 
 #[cfg(feature = "server")]
-impl Stats {
+impl ServerStats {
     /// Append the body.
     pub fn encode(&self, out: &mut BytesMut) {
         out.put_u32_le(self.process_id);
@@ -385,8 +385,8 @@ pub fn decode_empty_request(body: &[u8]) -> Result<(), WireError> {
 mod tests {
     use super::*;
 
-    fn stats() -> Stats {
-        Stats {
+    fn stats() -> ServerStats {
+        ServerStats {
             process_id: 7,
             cpu_usage: 12.5,
             hostname: "node-0".into(),
@@ -397,7 +397,7 @@ mod tests {
                 ..CacheMetric::default()
             }],
             total_disk_space: 9,
-            ..Stats::default()
+            ..ServerStats::default()
         }
     }
 
@@ -407,17 +407,17 @@ mod tests {
         let mut out = BytesMut::new();
         value.encode(&mut out);
         assert_eq!(out.len(), value.encoded_len());
-        assert_eq!(Stats::decode(&out).unwrap(), value);
+        assert_eq!(ServerStats::decode(&out).unwrap(), value);
         for cut in 0..out.len() {
-            assert!(Stats::decode(&out[..cut]).is_err(), "cut {cut}");
+            assert!(ServerStats::decode(&out[..cut]).is_err(), "cut {cut}");
         }
-        let no_semver = Stats {
+        let no_semver = ServerStats {
             iggy_server_semver: None,
             ..value
         };
         let mut out = BytesMut::new();
         no_semver.encode(&mut out);
-        assert_eq!(Stats::decode(&out).unwrap().iggy_server_semver, None);
+        assert_eq!(ServerStats::decode(&out).unwrap().iggy_server_semver, None);
     }
 
     #[test]
@@ -428,7 +428,7 @@ mod tests {
         let mut long_name = out.clone();
         long_name[108..112].copy_from_slice(&u32::MAX.to_le_bytes());
         assert!(matches!(
-            Stats::decode(&long_name),
+            ServerStats::decode(&long_name),
             Err(WireError::Truncated { .. })
         ));
         let details = ClientDetails {

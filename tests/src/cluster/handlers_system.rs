@@ -17,7 +17,7 @@
 
 use bytes::BytesMut;
 use iggy_route_core::wire::{
-    ClientDetails, ClientInfo, ErrorCode, GetClientRequest, SDK_VERSION, Stats,
+    ClientDetails, ClientInfo, ErrorCode, GetClientRequest, SDK_VERSION, ServerStats,
 };
 
 use super::handlers_metadata::known_by;
@@ -130,7 +130,7 @@ pub(super) fn stats(node: NodeId, state: &ClusterState) -> Outcome {
         .nodes()
         .get(node)
         .map_or_else(|| format!("node-{node}"), |info| info.name.clone());
-    let stats = Stats {
+    let stats = ServerStats {
         process_id: 1000 + node as u32,
         messages_size_bytes,
         streams_count: streams.len() as u32,
@@ -148,7 +148,7 @@ pub(super) fn stats(node: NodeId, state: &ClusterState) -> Outcome {
         iggy_server_version: SDK_VERSION.into(),
         iggy_server_semver: Some(SERVER_SEMVER),
         threads_count: 1,
-        ..Stats::default()
+        ..ServerStats::default()
     };
     let mut out = BytesMut::with_capacity(stats.encoded_len());
     stats.encode(&mut out);

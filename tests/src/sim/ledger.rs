@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use iggy_route_core::partitioning::resolve_partition;
-use iggy_route_core::{Delivery, Outcome, Reply, RequestError, RequestId};
+use iggy_route_core::{DeliveryGuarantee, Outcome, Reply, RequestError, RequestId};
 
 use crate::cluster::StoredMessage;
 
@@ -90,7 +90,7 @@ pub struct Tally {
 /// See the module doc.
 #[derive(Debug)]
 pub struct Ledger {
-    delivery: Delivery,
+    delivery: DeliveryGuarantee,
     requests: BTreeMap<(usize, RequestId), (u32, u32)>,
     batches: BTreeMap<(u32, u32), Batch>,
     copies: BTreeMap<MessageTag, u32>,
@@ -107,7 +107,7 @@ pub struct Ledger {
 
 impl Ledger {
     /// Empty books for a topic of `partitions` partitions.
-    pub fn new(delivery: Delivery, partitions: u32) -> Self {
+    pub fn new(delivery: DeliveryGuarantee, partitions: u32) -> Self {
         Self {
             delivery,
             requests: BTreeMap::new(),
@@ -195,7 +195,7 @@ impl Ledger {
         };
         batch.ending = Some(ending);
         let messages = batch.messages;
-        if ending == Ending::Failed && self.delivery == Delivery::AtMostOnce {
+        if ending == Ending::Failed && self.delivery == DeliveryGuarantee::AtMostOnce {
             let stored = self.copies_of(key.0, key.1, messages);
             if stored > 0 {
                 return Err(format!(
@@ -234,14 +234,16 @@ impl Ledger {
             let copies = self.copies.entry(tag).or_insert(0);
             *copies += 1;
             if *copies > 1 {
-                if self.delivery == Delivery::AtMostOnce {
+                if self.delivery == DeliveryGuarantee::AtMostOnce {
                     return Err(format!(
                         "{tag:?} is in partition {partition} twice under AtMostOnce (now at offset {offset})"
                     ));
                 }
                 continue;
             }
-            if self.delivery == Delivery::AtMostOnce && batch.ending == Some(Ending::Failed) {
+            if self.delivery == DeliveryGuarantee::AtMostOnce
+                && batch.ending == Some(Ending::Failed)
+            {
                 return Err(format!(
                     "{tag:?} failed definitely but reached the log at {offset}"
                 ));
@@ -273,7 +275,7 @@ impl Ledger {
                     index,
                 };
                 let copies = self.copies.get(&tag).copied().unwrap_or(0);
-                let expected_once = self.delivery == Delivery::AtMostOnce;
+                let expected_once = self.delivery == DeliveryGuarantee::AtMostOnce;
                 if copies == 0 || (expected_once && copies != 1) {
                     return Err(format!("acknowledged {tag:?} is in the log {copies} times"));
                 }
@@ -403,7 +405,7 @@ mod tests {
     }
 
     fn ledger_with(batches: u32) -> Ledger {
-        let mut ledger = Ledger::new(Delivery::AtMostOnce, 1);
+        let mut ledger = Ledger::new(DeliveryGuarantee::AtMostOnce, 1);
         for batch in 0..batches {
             ledger
                 .submitted(Some(RequestId(u64::from(batch))), &planned(batch))
@@ -456,7 +458,7 @@ mod tests {
 
     #[test]
     fn a_balanced_batch_settles_in_any_partition_but_only_in_one() {
-        let mut ledger = Ledger::new(Delivery::AtMostOnce, 3);
+        let mut ledger = Ledger::new(DeliveryGuarantee::AtMostOnce, 3);
         let send = PlannedSend {
             balanced: true,
             ..planned(0)
@@ -471,7 +473,7 @@ mod tests {
         }));
         ledger.completed(0, RequestId(0), &receipt).unwrap();
         assert!(ledger.scan(1, &[stored(0)]).is_err(), "a second partition");
-        let mut ledger = Ledger::new(Delivery::AtMostOnce, 3);
+        let mut ledger = Ledger::new(DeliveryGuarantee::AtMostOnce, 3);
         ledger.submitted(Some(RequestId(0)), &send).unwrap();
         assert!(ledger.scan(3, &[stored(0)]).is_err(), "beyond the count");
         ledger.scan(2, &[stored(0)]).unwrap();

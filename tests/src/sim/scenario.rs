@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use iggy_route_core::{Config, Credentials, Delivery};
+use iggy_route_core::{Config, Credentials, DeliveryGuarantee};
 
 use super::network::NetworkConfig;
 use super::nodes::node_addr;
@@ -38,7 +38,7 @@ pub struct Scenario {
     /// May the fault schedule switch the routing commands off and on.
     pub toggle_routing_commands: bool,
     /// What the routers do with a send whose link closed in flight.
-    pub delivery: Delivery,
+    pub delivery: DeliveryGuarantee,
     /// Small queue bounds, so that `QueueFull` and the bound checks are exercised.
     pub tight_queues: bool,
     /// Data links per node in the routers' pools.
@@ -105,9 +105,9 @@ impl Scenario {
             routing_commands,
             toggle_routing_commands: routing_commands && rng.chance(20),
             delivery: if rng.chance(20) {
-                Delivery::AtLeastOnce
+                DeliveryGuarantee::AtLeastOnce
             } else {
-                Delivery::AtMostOnce
+                DeliveryGuarantee::AtMostOnce
             },
             tight_queues: rng.chance(30),
             data_links_per_node: rng.range(1, 2) as usize,
