@@ -12,8 +12,7 @@ use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, Decision, RouteAnswer, Routing, Target, TopicAnswer};
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{
-    Config, DeliveryGuarantee, NodeId, Output, Request, RequestError, Router, SendRequest,
-    SubmitError,
+    DeliveryGuarantee, NodeId, Output, Request, RequestError, Router, SendRequest, SubmitError,
 };
 use support::*;
 

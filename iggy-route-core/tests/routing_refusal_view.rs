@@ -7,7 +7,7 @@ mod support;
 
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, RouteAnswer, Routing, Target};
-use iggy_route_core::{Config, NodeId, RequestId};
+use iggy_route_core::{NodeId, RequestId};
 use support::*;
 
 /// Partition 0 led by node 0, the roster nodes 0-2, a send to partition 0 in flight to

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use iggy_route_core::{Config, Reply, Request, Stats};
+use iggy_route_core::{Reply, Request, Stats};
 use iggy_route_tests::cluster::TestCluster;
 use iggy_route_tests::real_cluster::send;
 use iggy_route_tests::scripted::clients::{Adapter, TestClient, short_config};

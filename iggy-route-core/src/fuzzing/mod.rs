@@ -45,7 +45,7 @@ fn decode_admin_bodies(body: &[u8]) {
     use crate::wire::{
         ClientDetails, ClientInfo, DeletePartitionsRequest, DeleteSegmentsRequest,
         DeleteStreamRequest, DeleteTopicRequest, FlushUnsavedBufferRequest, GetClientRequest,
-        GetTopicsRequest, PurgeStreamRequest, PurgeTopicRequest, Stats, StreamSummary,
+        GetTopicsRequest, PurgeStreamRequest, PurgeTopicRequest, ServerStats, StreamSummary,
         TopicSummary, TopicUpdateOptions, UpdateStreamRequest, UpdateTopicRequest,
     };
     round_trip!(UpdateStreamRequest, body);
@@ -77,11 +77,11 @@ fn decode_admin_bodies(body: &[u8]) {
         ClientInfo::encode_list(&clients, &mut out);
         assert_eq!(ClientInfo::decode_list(&out).ok(), Some(clients));
     }
-    if let Ok(stats) = Stats::decode(body) {
+    if let Ok(stats) = ServerStats::decode(body) {
         let mut out = BytesMut::new();
         stats.encode(&mut out);
         assert_eq!(out.len(), stats.encoded_len());
-        assert!(Stats::decode(&out).is_ok());
+        assert!(ServerStats::decode(&out).is_ok());
     }
     if let Ok(options) = TopicUpdateOptions::parse(body) {
         assert_eq!(

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use iggy_route_core::wire::{
     ClientDetails, ClientInfo, ConsumerOffsetInfo, ConsumerOffsetKey, DeleteConsumerOffsetRequest,
     DeletePartitionsRequest, DeleteSegmentsRequest, ErrorCode, FlushUnsavedBufferRequest,
-    GetClientRequest, GetStreamRequest, Operation, Stats, StreamDetails, code,
+    GetClientRequest, GetStreamRequest, Operation, ServerStats, StreamDetails, code,
 };
 
 use super::admin_tests::{get_topic, id, offset_key, store_offset};
@@ -205,7 +205,7 @@ fn stats_count_the_catalog_and_the_node_s_own_clients() {
         Operation::SendMessages,
         send_body(0, 0, 0, &["a", "b"]),
     );
-    let stats = Stats::decode(
+    let stats = ServerStats::decode(
         &client
             .read(&mut state, code::GET_STATS, Bytes::new())
             .body(),
