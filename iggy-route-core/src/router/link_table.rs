@@ -70,6 +70,7 @@ impl LinkTable {
         self.links.keys()
     }
 
+    #[cfg(feature = "internals")]
     pub(super) fn len(&self) -> usize {
         self.links.len()
     }

@@ -251,7 +251,6 @@ impl Router {
 
     /// The server's replica id of `node` (its place in the roster), once the roster has
     /// been read.
-    #[cfg(feature = "internals")]
     pub fn replica_of(&self, node: NodeId) -> Option<u32> {
         self.routing.roster().replica_of(node)
     }

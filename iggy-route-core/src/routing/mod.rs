@@ -21,6 +21,10 @@
 //!   (discovery by refusal) and keeps the node that admits.
 //! - Every request has a deadline; every queue has a bound.
 
+// Without `internals` the module is the router's alone: its `pub` items are then reached
+// only from inside the crate, and the inspection methods only the tests call go unused.
+#![cfg_attr(not(feature = "internals"), allow(unreachable_pub, dead_code))]
+
 mod answers;
 mod choose;
 mod decide;
@@ -44,7 +48,10 @@ use crate::ids::{NodeId, PartitionKey, RequestId, TopicKey};
 use crate::request::{RequestError, SubmitError};
 use crate::rng::Rng;
 
-pub use facts::{BatchSize, OwnWrite, PartitionChoice, RequestFacts, RequestKind, Served};
+// Tests build request facts of their own sizes.
+#[cfg(feature = "internals")]
+pub use facts::BatchSize;
+pub use facts::{OwnWrite, PartitionChoice, RequestFacts, RequestKind, Served};
 use lane::Lane;
 pub use lane::LaneKey;
 pub(crate) use roster::Roster;
