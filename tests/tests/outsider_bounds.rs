@@ -78,6 +78,8 @@ struct Call {
     tag: String,
     outcome: mpsc::Receiver<(Seen, Duration)>,
     abort: Option<tokio::task::AbortHandle>,
+    /// When the call itself was made (on its task or thread).
+    entered: Arc<std::sync::OnceLock<Instant>>,
 }
 
 impl Call {
@@ -147,10 +149,13 @@ impl Run {
         let messages = message(tag);
         let partitioning = Partitioning::PartitionId(partition);
         let started = Instant::now();
+        let entered = Arc::new(std::sync::OnceLock::new());
         let abort = match &self.client {
             AnyClient::Tokio(client) => {
+                let entered_at = Arc::clone(&entered);
                 let client = client.clone();
                 let task = self.runtime.spawn(async move {
+                    let _ = entered_at.set(Instant::now());
                     let sent = if try_only {
                         client.try_send(STREAM, TOPIC, partitioning, messages).await
                     } else {
@@ -161,8 +166,10 @@ impl Run {
                 Some(task.abort_handle())
             }
             AnyClient::Mio(client) => {
+                let entered_at = Arc::clone(&entered);
                 let client = client.clone();
                 thread::spawn(move || {
+                    let _ = entered_at.set(Instant::now());
                     let sent = if try_only {
                         client.try_send(STREAM, TOPIC, partitioning, messages)
                     } else {
@@ -177,6 +184,7 @@ impl Run {
             tag: tag.to_owned(),
             outcome,
             abort,
+            entered,
         }
     }
 

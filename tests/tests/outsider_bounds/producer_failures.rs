@@ -276,7 +276,7 @@ fn silent_config(cluster: &TestCluster) -> Config {
     config
 }
 
-fn count_reported<E: std::fmt::Debug>(flushed: Result<(), E>) -> u64 {
+pub(crate) fn count_reported<E: std::fmt::Debug>(flushed: Result<(), E>) -> u64 {
     match flushed {
         Ok(()) => 0,
         Err(error) => {

@@ -383,3 +383,138 @@ fn fail_immediately_with_a_one_message_buffer_never_stores_a_refused_call() {
         runtime.block_on(cluster.shutdown());
     }
 }
+
+/// Every acknowledged receipt names the offset of its own payload, stored once (failed
+/// calls may or may not be stored).
+fn check_acked_once(cluster: &TestCluster, acked: &[(u32, u64, String)]) {
+    let log: Vec<(u64, String)> = cluster
+        .partition_log(STREAM, TOPIC, 0)
+        .into_iter()
+        .map(|m| (m.offset, String::from_utf8(m.payload.to_vec()).unwrap()))
+        .collect();
+    for (partition, offset, tag) in acked {
+        assert_eq!(*partition, 0);
+        let times = log.iter().filter(|(_, p)| p == tag).count();
+        assert_eq!(times, 1, "acknowledged {tag} stored {times} times");
+        let at = log
+            .iter()
+            .find(|(o, _)| o == offset)
+            .map(|(_, p)| p.as_str());
+        assert_eq!(at, Some(tag.as_str()), "receipt @{offset}");
+    }
+}
+
+/// A one-message buffer while the primary's connections are cut again and again: what is
+/// acknowledged is stored once at its receipt's offset, on both adapters.
+#[test]
+fn cut_connections_never_duplicate_an_acknowledged_message() {
+    const N: usize = 120;
+    // tokio
+    {
+        use iggy_route_tokio::{BackgroundConfig, Backpressure, Client};
+        let runtime = runtime();
+        let cluster = Arc::new(cluster(&runtime));
+        // Replies a little late, so that the cuts find requests in flight.
+        cluster.set_reply_delay(1, Duration::from_millis(5));
+        let client = runtime.block_on(Client::connect(roomy(&cluster))).unwrap();
+        let producer = {
+            let _entered = runtime.enter();
+            client
+                .producer(STREAM, TOPIC)
+                .unwrap()
+                .partitioning(Partitioning::PartitionId(0))
+                .linger_time(Duration::from_millis(1))
+                .background(BackgroundConfig {
+                    max_buffered_messages: 1,
+                    backpressure: Backpressure::Block,
+                    ..BackgroundConfig::default()
+                })
+                .build()
+                .unwrap()
+        };
+        let cutter = {
+            let cluster = Arc::clone(&cluster);
+            thread::spawn(move || {
+                for _ in 0..6 {
+                    thread::sleep(Duration::from_millis(40));
+                    cluster.drop_connections(1);
+                }
+            })
+        };
+        let acked = runtime.block_on(async {
+            let mut deliveries = Vec::new();
+            for n in 0..N {
+                let tag = format!("c{n}");
+                deliveries.push((tag.clone(), producer.send(vec![one(&tag)]).await.unwrap()));
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            let reported = super::producer_failures::count_reported(producer.flush().await);
+            let mut acked = Vec::new();
+            for (tag, delivery) in deliveries {
+                if let Ok(receipt) = delivery.await {
+                    acked.push((receipt.partition_id, receipt.base_offset.unwrap(), tag));
+                }
+            }
+            assert_eq!(
+                reported as usize,
+                N - acked.len(),
+                "tokio: the flush's count"
+            );
+            acked
+        });
+        cutter.join().unwrap();
+        eprintln!("tokio: {} of {N} acknowledged", acked.len());
+        check_acked_once(&cluster, &acked);
+        let _ = runtime.block_on(producer.shutdown());
+        runtime.block_on(client.shutdown());
+    }
+    // mio
+    {
+        use iggy_route_mio::{BackgroundConfig, Backpressure, Client};
+        let runtime = runtime();
+        let cluster = Arc::new(cluster(&runtime));
+        // Replies a little late, so that the cuts find requests in flight.
+        cluster.set_reply_delay(1, Duration::from_millis(5));
+        let client = Client::connect(roomy(&cluster)).unwrap();
+        let producer = client
+            .producer(STREAM, TOPIC)
+            .unwrap()
+            .partitioning(Partitioning::PartitionId(0))
+            .linger_time(Duration::from_millis(1))
+            .background(BackgroundConfig {
+                max_buffered_messages: 1,
+                backpressure: Backpressure::Block,
+                ..BackgroundConfig::default()
+            })
+            .build()
+            .unwrap();
+        let cutter = {
+            let cluster = Arc::clone(&cluster);
+            thread::spawn(move || {
+                for _ in 0..6 {
+                    thread::sleep(Duration::from_millis(40));
+                    cluster.drop_connections(1);
+                }
+            })
+        };
+        let mut deliveries = Vec::new();
+        for n in 0..N {
+            let tag = format!("c{n}");
+            deliveries.push((tag.clone(), producer.send(vec![one(&tag)]).unwrap()));
+            thread::sleep(Duration::from_millis(2));
+        }
+        let reported = super::producer_failures::count_reported(producer.flush());
+        let mut acked = Vec::new();
+        for (tag, delivery) in deliveries {
+            if let Ok(receipt) = delivery.wait() {
+                acked.push((receipt.partition_id, receipt.base_offset.unwrap(), tag));
+            }
+        }
+        assert_eq!(reported as usize, N - acked.len(), "mio: the flush's count");
+        cutter.join().unwrap();
+        eprintln!("mio: {} of {N} acknowledged", acked.len());
+        check_acked_once(&cluster, &acked);
+        let _ = producer.shutdown();
+        client.shutdown();
+    }
+}
