@@ -480,3 +480,37 @@ fn a_later_call_to_an_idle_partition_does_not_overtake_a_waiting_one() {
         run.finish();
     }
 }
+
+/// tokio: futures dropped while they wait, with no other call made afterwards (nothing
+/// else for the client to notice): when the held request is answered, none of them is
+/// sent. Seen (every run): exactly one of them (`d0`, `d1` or `d4`: the spawned tasks reach
+/// the client in no fixed order) is stored, ~600 ms after its task had finished.
+#[test]
+#[ignore = "broken: a future dropped while waiting is sent when room comes (no later call)"]
+fn dropped_waiting_futures_are_not_sent_when_room_comes_without_other_calls() {
+    let run = Run::start(Adapter::Tokio, |config| {
+        config.max_pending_requests = 8;
+        config.max_pending_per_lane = 1;
+    });
+    run.hold(0, Duration::from_millis(900));
+    let holding = run.send(0, "holding");
+    thread::sleep(Duration::from_millis(100));
+    let dropped: Vec<Call> = (0..6).map(|n| run.send(0, &format!("d{n}"))).collect();
+    thread::sleep(Duration::from_millis(200));
+    for call in &dropped {
+        call.abort.as_ref().unwrap().abort();
+    }
+    // The futures are gone (their tasks finished) 100 ms later, long before room comes.
+    thread::sleep(Duration::from_millis(100));
+    for call in &dropped {
+        assert!(
+            call.abort.as_ref().unwrap().is_finished(),
+            "{} not dropped",
+            call.tag
+        );
+    }
+    assert!(holding.outcome().0.sent());
+    thread::sleep(Duration::from_millis(1_500));
+    assert_eq!(run.stored(0), ["holding"], "a dropped call was sent");
+    run.finish();
+}
