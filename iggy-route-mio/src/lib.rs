@@ -48,7 +48,9 @@
 //! made (a later call never overtakes one that waits, so one thread's sends to a
 //! partition stay in order). The wait lasts at most `Config::request_timeout`, after which
 //! the call fails with [`ClientError::QueueFull`]; at most `max_pending_requests` calls
-//! wait, and a call beyond them fails with `QueueFull` at once. [`Client::try_send`] and
+//! wait, and a call beyond them fails with `QueueFull` at once. Once let in, its request
+//! has its own `request_timeout`, so a call ends within twice `request_timeout` at most.
+//! [`Client::try_send`] and
 //! [`Client::try_request`] never wait: they fail with `QueueFull` at once when the router
 //! is full or other calls are waiting. [`Client::shutdown`] ends waiting calls with
 //! [`ClientError::Closed`].

@@ -149,7 +149,14 @@ impl Driver {
                     "next wake-up"
                 );
             }
-            let deadline = next.map(|(at, _)| at);
+            // A caller may drop its future while nothing else happens: wake for the next
+            // sweep while any caller waits, so that a dropped call is withdrawn within
+            // about `ABANDONED_SWEEP`, not at the next input.
+            let sweep = (!self.pending.is_empty()).then(|| self.swept_at + ABANDONED_SWEEP);
+            let deadline = match (next.map(|(at, _)| at), sweep) {
+                (Some(at), Some(sweep)) => Some(at.min(sweep)),
+                (at, sweep) => at.or(sweep),
+            };
             // tokio's coop budget can keep an expired `Sleep` pending: trust the clock.
             if deadline.is_some_and(|at| Instant::now() >= at) {
                 self.router.handle_timeout(Instant::now());

@@ -38,7 +38,9 @@
 //! waits (one caller's sends to one partition keep their order). It waits at most
 //! `Config::request_timeout` from the call, and the line holds at most
 //! `max_pending_requests` requests; past either bound the call fails with
-//! [`ClientError::QueueFull`]. [`Client::try_send`] and [`Client::try_request`] never wait:
+//! [`ClientError::QueueFull`]. Once let in, its request has its own `request_timeout` (two
+//! bounds one after the other, like Kafka's `max.block.ms` then `delivery.timeout.ms`): a
+//! call ends within twice `request_timeout` at most. [`Client::try_send`] and [`Client::try_request`] never wait:
 //! they fail with `QueueFull` at once when there is no room, or when requests wait in line.
 //! [`Client::shutdown`] fails every waiting request with [`ClientError::Closed`].
 //!

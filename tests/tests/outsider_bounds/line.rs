@@ -486,7 +486,6 @@ fn a_later_call_to_an_idle_partition_does_not_overtake_a_waiting_one() {
 /// sent. Seen (every run): exactly one of them (`d0`, `d1` or `d4`: the spawned tasks reach
 /// the client in no fixed order) is stored, ~600 ms after its task had finished.
 #[test]
-#[ignore = "broken: a future dropped while waiting is sent when room comes (no later call)"]
 fn dropped_waiting_futures_are_not_sent_when_room_comes_without_other_calls() {
     let run = Run::start(Adapter::Tokio, |config| {
         config.max_pending_requests = 8;
