@@ -76,6 +76,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 mod client;
 mod connection;
 pub mod consumer;

@@ -72,6 +72,8 @@
 //! submits the buffer's batches in order, up to `max_in_flight` at once, and
 //! [`Producer::flush`] / [`Producer::shutdown`] wait for them. See [`producer`].
 
+#![warn(missing_docs)]
+
 mod client;
 mod connection;
 pub mod consumer;
