@@ -1,6 +1,30 @@
 //! The sans-IO core of iggy-route: it sends every request of an Apache Iggy 0.11.0 client
 //! to the node that can admit it, while the client's session stays where it is.
 //!
+//! Most programs use it through an adapter (`iggy-route-tokio` or `iggy-route-mio`). An
+//! adapter drives a [`Router`]: it feeds inputs stamped with the time, carries out the
+//! outputs, and sleeps until [`Router::poll_timeout`]:
+//!
+//! ```
+//! use std::time::Instant;
+//! use iggy_route_core::{Config, Credentials, Output, Router};
+//!
+//! let credentials = Credentials::user("iggy", "iggy").expect("a valid user name");
+//! let config = Config::new(vec!["127.0.0.1:8090".to_owned()], credentials);
+//! let mut router = Router::new(config, 7, Instant::now());
+//! // Its first output asks for the session's link; an adapter dials it and reports
+//! // `handle_connected`, then hands every byte it reads to `handle_read`.
+//! let mut dials = 0;
+//! while let Some(output) = router.poll_output() {
+//!     if let Output::Connect { addr, .. } = output {
+//!         assert_eq!(addr, "127.0.0.1:8090");
+//!         dials += 1;
+//!     }
+//! }
+//! assert_eq!(dials, 1);
+//! assert!(router.poll_timeout().is_some(), "the connect has a deadline");
+//! ```
+//!
 //! # The model
 //! In an Iggy cluster every partition is its own consensus group with its own primary, and
 //! only the primary admits a send; any other node refuses it with status 58 ("never
