@@ -1,4 +1,4 @@
-//! Balanced sends pass over a stalled partition (issue #16's crash: a producer's sends to
+//! Balanced sends pass over a stalled partition (the crash seen in a run: a producer's sends to
 //! the healthy partitions must not queue behind a failover), and come back to it once it
 //! admits or its queue drains; a full partition queue is passed over rather than refusing
 //! the send; keyed and explicit sends are never moved; with the option off, strict

@@ -1,4 +1,4 @@
-//! Scenario tests of the routing layer for commands carried as they are (issue #19): where
+//! Scenario tests of the routing layer for commands carried as they are: where
 //! each plane goes, what a read right after our own metadata write is served by, and what
 //! an unknown outcome does to a write and to a read.
 #![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]

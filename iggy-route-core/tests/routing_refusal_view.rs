@@ -1,4 +1,4 @@
-//! A backup's refusal names its view of the partition's group (issue #16): the refused
+//! A backup's refusal names its view of the partition's group: the refused
 //! write goes to the named node at once, a lookup confirms it in parallel, and a wrong
 //! name costs one refusal more, never a ping-pong between nodes whose views lag.
 #![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]

@@ -1,4 +1,4 @@
-//! Backpressure in the mio client (issue #13, section 1): a call the router has no room
+//! Backpressure in the mio client: a call the router has no room
 //! for waits for room, in arrival order, for up to `request_timeout`; a `try_` call is
 //! refused at once instead. Against the loopback cluster, with small bounds and replies
 //! held back so that the router stays full.

@@ -1,4 +1,4 @@
-//! Backpressure in the tokio client (issue #13, part 1): a request the router has no room
+//! Backpressure in the tokio client: a request the router has no room
 //! for waits, in call order, for room; `try_send` and `try_request` refuse at once instead.
 //!
 //! The clients run with tiny bounds (`max_pending_requests` of 1 to 8), and some nodes

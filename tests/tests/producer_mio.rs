@@ -1,4 +1,4 @@
-//! The mio adapter's producer (issue #13, section 2) against the loopback cluster: order
+//! The mio adapter's producer against the loopback cluster: order
 //! per partition, one receipt per call naming that call's own offsets, flush, failures
 //! through every channel (`on_error`, flush, `Delivery`), the three backpressure modes,
 //! shutdown and the direct mode.

@@ -1,4 +1,4 @@
-//! The tokio adapter's producer (issue #13, part 2) against the loopback cluster: direct
+//! The tokio adapter's producer against the loopback cluster: direct
 //! and background mode, order per partition, one receipt per call, flush, failures, the
 //! backpressure modes and shutdown.
 //!

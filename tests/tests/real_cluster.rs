@@ -726,7 +726,7 @@ fn day_place(cluster: &RealCluster, adapter: &str) -> sdk_day::Place {
     }
 }
 
-/// An SDK user's day (issue #19) through the async client: messaging, streams and topics,
+/// An SDK user's day through the async client: messaging, streams and topics,
 /// the system reads, users with limited permissions, tokens, logout.
 #[test]
 fn an_sdk_users_day_through_the_async_client() {

@@ -1,4 +1,4 @@
-//! The six defects a real Iggy cluster showed (issue #10), each against the loopback
+//! The six defects a real Iggy cluster showed, each against the loopback
 //! cluster set up as the real one behaves: no routing commands (discovery by refusal),
 //! followers whose metadata reads lag the leader by 200 ms, and backups whose polls lag the
 //! primary by 250 ms (`cluster::Lag::REAL_CLUSTER`, the default). Each test failed on the

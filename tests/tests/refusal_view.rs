@@ -1,4 +1,4 @@
-//! A backup's refusal names the partition's primary by its view (issue #16), through both
+//! A backup's refusal names the partition's primary by its view, through both
 //! adapters against the loopback cluster set up as the real one (no routing commands, so
 //! routes are found by refusal): each partition led away from the first node tried costs
 //! one refusal, not one per backup in the roster, and a controlled move costs one refusal

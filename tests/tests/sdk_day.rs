@@ -1,5 +1,5 @@
 //! An SDK user's day through each adapter's own `Client`, against the loopback cluster: the
-//! scenario of `sdk_day/mod.rs` (issue #19), on a cluster of three nodes whose partitions'
+//! scenario of `sdk_day/mod.rs`, on a cluster of three nodes whose partitions'
 //! primaries are spread, so that each plane's command goes to a node of its own.
 
 #![allow(clippy::unwrap_used, unreachable_pub)]

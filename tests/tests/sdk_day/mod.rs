@@ -1,6 +1,6 @@
 //! An SDK user's day, written once and run through each adapter's own `Client` against the
 //! loopback cluster (`sdk_day.rs`) and against a real one (`real_cluster.rs`): the commands
-//! of the SDK 0.11.0 a user who drops the SDK needs (issue #19).
+//! of the SDK 0.11.0 a user who drops the SDK needs.
 //!
 //! Each step is a macro so that one text serves the async client (each call wrapped in the
 //! caller's `block_on`) and the blocking one (each call as it is). Names carry a prefix that
