@@ -23,6 +23,11 @@ fn churn<A: Adapter>(seed: u64, batch: u32, poll_interval: Duration, rounds: usi
     let env = Env::start(3, PARTITIONS, 1);
     env.fill(PARTITIONS, LEN);
     let watch = Watch::new(GROUP, PARTITIONS, batch);
+    // A join moves at once a partition whose primary is not the metadata leader (the leader
+    // holds no poll mark of it, so it sees nothing in flight): S may still hand out the rest
+    // of a batch it polled and had confirmed before the join, after the joiner read and
+    // stored it. That is the documented window, bounded by the watch.
+    watch.idle_window("S");
     let spec = Spec {
         batch,
         poll_interval,
@@ -78,12 +83,15 @@ fn churn<A: Adapter>(seed: u64, batch: u32, poll_interval: Duration, rounds: usi
                 },
             );
             if rng.below(2) == 0 {
-                let before = env.requests();
+                // The cluster's count includes what S sends meanwhile (it polls every
+                // millisecond in one case); the joiner's own client counts the join alone.
+                let before = (env.requests(), own_requests::<A>(client));
                 A::join(&env, &mut member).unwrap();
+                let own = own_requests::<A>(client) - before.1;
                 join_costs
                     .lock()
                     .unwrap()
-                    .push(requests_between(&before, &env.requests()));
+                    .push((own, requests_between(&before.0, &env.requests())));
             }
             let reads = rng.below(3 * u64::from(batch) + 2);
             for _ in 0..reads {
@@ -125,11 +133,10 @@ fn churn<A: Adapter>(seed: u64, batch: u32, poll_interval: Duration, rounds: usi
         env.members(GROUP)
     );
     watch.assert_clean(A::NAME, &[LEN; PARTITIONS as usize], false);
-    for cost in join_costs.lock().unwrap().iter() {
-        let requests: u64 = cost.values().sum();
+    for (requests, cluster_wide) in join_costs.lock().unwrap().iter() {
         assert!(
-            requests <= 10 + 5 * u64::from(PARTITIONS),
-            "{}: a join() cost {requests} requests: {cost:?}",
+            *requests <= 10 + 5 * u64::from(PARTITIONS),
+            "{}: a join() cost {requests} requests (the cluster saw {cluster_wide:?})",
             A::NAME
         );
     }
@@ -138,6 +145,12 @@ fn churn<A: Adapter>(seed: u64, batch: u32, poll_interval: Duration, rounds: usi
         A::close(&env, client);
     }
     finish::<A>(&env);
+}
+
+/// Requests `client` made so far: those completed for its callers and its route lookups.
+fn own_requests<A: Adapter>(client: &A::Client) -> u64 {
+    let stats = A::router_stats(client);
+    stats.completed + stats.lookups
 }
 
 #[test]
