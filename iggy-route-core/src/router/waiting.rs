@@ -24,38 +24,41 @@ const MIDDLE_PLACE: u64 = 1 << 62;
 
 /// One request in line.
 #[derive(Debug)]
-struct Waiter {
+struct Waiter<T> {
     request: Request,
-    spot: Spot,
+    spot: Spot<T>,
     /// The bound that kept it out last, named in its `QueueFull`.
     limit: usize,
 }
 
 /// Where a request taken out of line stood, to put it back there.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Spot {
+pub(super) struct Spot<T = Instant> {
     /// Past this instant the caller gets `QueueFull` instead of waiting longer.
-    pub(super) deadline: Instant,
+    pub(super) deadline: T,
     place: u64,
 }
 
 /// An admitted request whose call may wait: the caller's id, and until when the call may
 /// still wait should routing refuse the request for room after it accepted it.
 #[derive(Debug, Clone, Copy)]
-struct Admitted {
+struct Admitted<T> {
     caller: RequestId,
-    wait_until: Instant,
+    wait_until: T,
 }
 
 /// The line of waiting requests, with their deadlines indexed, and the callers' ids of
 /// the admitted requests whose calls may wait.
+///
+/// Generic over its instants only so that its own tests can use plain numbers for them:
+/// the line compares instants and never reads a clock; the router's line uses `Instant`.
 #[derive(Debug)]
-pub(super) struct WaitingLine {
-    waiters: BTreeMap<RequestId, Waiter>,
+pub(super) struct WaitingLine<T = Instant> {
+    waiters: BTreeMap<RequestId, Waiter<T>>,
     order: BTreeMap<u64, RequestId>,
-    due: BTreeSet<(Instant, RequestId)>,
+    due: BTreeSet<(T, RequestId)>,
     /// By routing's id.
-    admitted: BTreeMap<RequestId, Admitted>,
+    admitted: BTreeMap<RequestId, Admitted<T>>,
     /// Routing's id of each admitted caller's id, for a withdrawal by the caller's id.
     routing_ids: BTreeMap<RequestId, RequestId>,
     next_ticket: u64,
@@ -64,7 +67,7 @@ pub(super) struct WaitingLine {
     capacity: usize,
 }
 
-impl WaitingLine {
+impl<T: Copy + Ord> WaitingLine<T> {
     /// A line that holds at most `capacity` requests.
     pub(super) fn new(capacity: usize) -> Self {
         Self {
@@ -107,7 +110,7 @@ impl WaitingLine {
         &mut self,
         caller: RequestId,
         request: Request,
-        deadline: Instant,
+        deadline: T,
         limit: usize,
     ) -> Result<(), Request> {
         if self.order.len() >= self.capacity {
@@ -125,7 +128,7 @@ impl WaitingLine {
         &mut self,
         caller: RequestId,
         request: Request,
-        deadline: Instant,
+        deadline: T,
         limit: usize,
     ) {
         self.front -= 1;
@@ -137,7 +140,7 @@ impl WaitingLine {
         &mut self,
         caller: RequestId,
         request: Request,
-        deadline: Instant,
+        deadline: T,
         limit: usize,
         place: u64,
     ) {
@@ -153,7 +156,7 @@ impl WaitingLine {
     }
 
     /// Takes the first request in line out, to offer it to routing.
-    pub(super) fn pop_front(&mut self) -> Option<(RequestId, Request, Spot)> {
+    pub(super) fn pop_front(&mut self) -> Option<(RequestId, Request, Spot<T>)> {
         let (_, caller) = self.order.pop_first()?;
         let waiter = self.waiters.remove(&caller)?;
         self.due.remove(&(waiter.spot.deadline, caller));
@@ -166,7 +169,7 @@ impl WaitingLine {
         &mut self,
         caller: RequestId,
         request: Request,
-        spot: Spot,
+        spot: Spot<T>,
         limit: usize,
     ) {
         self.insert(caller, request, spot.deadline, limit, spot.place);
@@ -178,7 +181,7 @@ impl WaitingLine {
         self.take(caller).is_some()
     }
 
-    fn take(&mut self, caller: RequestId) -> Option<Waiter> {
+    fn take(&mut self, caller: RequestId) -> Option<Waiter<T>> {
         let waiter = self.waiters.remove(&caller)?;
         self.order.remove(&waiter.spot.place);
         self.due.remove(&(waiter.spot.deadline, caller));
@@ -186,13 +189,13 @@ impl WaitingLine {
     }
 
     /// The earliest deadline of a waiting request.
-    pub(super) fn next_deadline(&self) -> Option<Instant> {
+    pub(super) fn next_deadline(&self) -> Option<T> {
         self.due.first().map(|(at, _)| *at)
     }
 
     /// Takes out every request whose deadline is `now` or earlier, in deadline order, with
     /// the bound each waited on.
-    pub(super) fn take_expired(&mut self, now: Instant) -> Vec<(RequestId, usize)> {
+    pub(super) fn take_expired(&mut self, now: T) -> Vec<(RequestId, usize)> {
         let mut expired = Vec::new();
         while self.due.first().is_some_and(|(at, _)| *at <= now) {
             let Some((_, caller)) = self.due.pop_first() else {
@@ -216,12 +219,7 @@ impl WaitingLine {
     }
 
     /// Notes that routing admitted a waiting call's request as `routing_id`.
-    pub(super) fn admitted(
-        &mut self,
-        routing_id: RequestId,
-        caller: RequestId,
-        wait_until: Instant,
-    ) {
+    pub(super) fn admitted(&mut self, routing_id: RequestId, caller: RequestId, wait_until: T) {
         let entry = Admitted { caller, wait_until };
         self.admitted.insert(routing_id, entry);
         if caller != routing_id {
@@ -250,8 +248,8 @@ impl WaitingLine {
     pub(super) fn may_wait_again(
         &mut self,
         routing_id: RequestId,
-        now: Instant,
-    ) -> Option<(RequestId, Instant)> {
+        now: T,
+    ) -> Option<(RequestId, T)> {
         let admitted = self.admitted.get(&routing_id)?;
         if admitted.wait_until <= now {
             return None;
@@ -265,10 +263,6 @@ impl WaitingLine {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    // One real instant is the origin of each test's timeline; the line never reads a clock.
-    #![allow(clippy::disallowed_methods)]
-
-    use std::time::Duration;
 
     use super::*;
     use crate::request::AdminRequest;
@@ -281,25 +275,24 @@ mod tests {
         })
     }
 
-    fn order(line: &mut WaitingLine) -> Vec<RequestId> {
+    fn order(line: &mut WaitingLine<u64>) -> Vec<RequestId> {
         std::iter::from_fn(|| line.pop_front().map(|(id, _, _)| id)).collect()
     }
 
     #[test]
     fn a_request_put_back_first_goes_ahead_of_every_waiter_and_tickets_never_repeat() {
-        let now = Instant::now();
+        // Instants as milliseconds: the line only compares them.
+        let now: u64 = 1_000;
         let mut line = WaitingLine::new(2);
         let (a, b) = (line.ticket(), line.ticket());
         assert_ne!(a, b);
         assert!(a.0 >= FIRST_TICKET);
-        line.push_back(a, request(), now + Duration::from_secs(1), 3)
-            .unwrap();
-        line.push_back(b, request(), now + Duration::from_secs(1), 3)
-            .unwrap();
+        line.push_back(a, request(), now + 1_000, 3).unwrap();
+        line.push_back(b, request(), now + 1_000, 3).unwrap();
         // Full for newcomers, but not for a request that had its place before.
         let late = line.ticket();
         assert!(line.push_back(late, request(), now, 3).is_err());
-        line.push_front(RequestId(7), request(), now + Duration::from_secs(1), 5);
+        line.push_front(RequestId(7), request(), now + 1_000, 5);
         assert_eq!(line.blocking_limit(), Some(5));
         assert_eq!(order(&mut line), [RequestId(7), a, b]);
         assert!(line.is_empty());
@@ -307,21 +300,20 @@ mod tests {
 
     #[test]
     fn a_deadline_equal_to_now_is_over_and_a_restored_request_keeps_its_place() {
-        let now = Instant::now();
+        // Instants as milliseconds: the line only compares them.
+        let now: u64 = 1_000;
         let mut line = WaitingLine::new(8);
         let (a, b, c) = (line.ticket(), line.ticket(), line.ticket());
-        line.push_back(a, request(), now + Duration::from_secs(2), 1)
-            .unwrap();
+        line.push_back(a, request(), now + 2_000, 1).unwrap();
         line.push_back(b, request(), now, 2).unwrap();
-        line.push_back(c, request(), now + Duration::from_secs(1), 1)
-            .unwrap();
+        line.push_back(c, request(), now + 1_000, 1).unwrap();
         assert_eq!(line.next_deadline(), Some(now));
         assert_eq!(line.take_expired(now), [(b, 2)]);
         let (first, taken, spot) = line.pop_front().unwrap();
         assert_eq!(first, a);
         line.restore(first, taken, spot, 4);
         assert_eq!(line.blocking_limit(), Some(4));
-        assert_eq!(line.next_deadline(), Some(now + Duration::from_secs(1)));
+        assert_eq!(line.next_deadline(), Some(now + 1_000));
         assert!(line.remove(c));
         assert!(!line.remove(c), "removed once");
         assert_eq!(line.take_all(), [a]);
@@ -330,17 +322,18 @@ mod tests {
 
     #[test]
     fn an_admitted_call_maps_back_to_its_callers_id_once_and_waits_again_only_in_time() {
-        let now = Instant::now();
+        // Instants as milliseconds: the line only compares them.
+        let now: u64 = 1_000;
         let mut line = WaitingLine::new(8);
         let caller = line.ticket();
-        line.admitted(RequestId(3), caller, now + Duration::from_secs(1));
+        line.admitted(RequestId(3), caller, now + 1_000);
         assert_eq!(line.routing_id(caller), RequestId(3));
         // Its wait ends at `now + 1s`: refused for room then, it may not wait again.
-        let later = now + Duration::from_secs(1);
+        let later = now + 1_000;
         assert_eq!(line.may_wait_again(RequestId(3), later), None);
         assert_eq!(
             line.may_wait_again(RequestId(3), now),
-            Some((caller, now + Duration::from_secs(1)))
+            Some((caller, now + 1_000))
         );
         // Waiting again, it is no longer admitted: routing's id means nothing more.
         assert_eq!(line.completed(RequestId(3)), RequestId(3));
