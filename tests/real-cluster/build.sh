@@ -7,12 +7,19 @@
 #
 #   tests/real-cluster/build.sh GIT_DIR    extract HEAD of GIT_DIR, install the build's apt
 #                                          packages (libhwloc-dev, libudev-dev), build (debug)
+#   tests/real-cluster/build.sh --release GIT_DIR
+#                                          the same, built as upstream releases it (its own
+#                                          release profile: LTO, one codegen unit), with
+#                                          upstream's benchmark tool iggy-bench beside it
 #
 # Run it from the project root: state goes to $IGGYREAL_DIR (default: target/iggy-real under
-# the current directory, which git ignores). About 10 minutes on 2 idle cores.
+# the current directory, which git ignores). Debug: about 10 minutes on 2 idle cores; release:
+# about 45. A debug server shows behaviour; figures to compare come from the release one.
 # Nothing of the server's source goes into the project: it is a test peer, not a dependency.
 set -euo pipefail
-git_dir=${1:?usage: tests/real-cluster/build.sh GIT_DIR (a git checkout of apache/iggy at cc269ef70)}
+profile=debug
+if [ "${1:-}" = "--release" ]; then profile=release; shift; fi
+git_dir=${1:?usage: tests/real-cluster/build.sh [--release] GIT_DIR (a git checkout of apache/iggy at cc269ef70)}
 W=${IGGYREAL_DIR:-$PWD/target/iggy-real}   # not IGGY_*: the server rejects unknown IGGY_ variables
 mkdir -p "$W"
 if ! dpkg -s libhwloc-dev libudev-dev >/dev/null 2>&1; then
@@ -24,5 +31,11 @@ if [ ! -d "$W/src/core/server" ]; then
 fi
 # The snapshot pins a toolchain that may not be installed; the installed stable one builds it.
 [ -f "$W/src/rust-toolchain.toml" ] && mv "$W/src/rust-toolchain.toml" "$W/src/rust-toolchain.toml.orig"
-(cd "$W/src" && CARGO_TARGET_DIR="$W/target" cargo build -p server --bin iggy-server -j"${JOBS:-2}")
-echo "built: $W/target/debug/iggy-server"
+if [ "$profile" = release ]; then
+  (cd "$W/src" && CARGO_TARGET_DIR="$W/target" cargo build --release -p server --bin iggy-server \
+    -p iggy-bench --bin iggy-bench -j"${JOBS:-2}")
+  echo "built: $W/target/release/iggy-server and $W/target/release/iggy-bench"
+else
+  (cd "$W/src" && CARGO_TARGET_DIR="$W/target" cargo build -p server --bin iggy-server -j"${JOBS:-2}")
+  echo "built: $W/target/debug/iggy-server"
+fi

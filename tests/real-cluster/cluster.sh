@@ -7,16 +7,27 @@
 #   cluster.sh status      which nodes are up       cluster.sh seeds   the client addresses
 #   cluster.sh refusals    per node, how many sends it refused as a backup (from its log)
 #   cluster.sh env         the environment every node gets
+#   cluster.sh --release ...   the same, with the release build (build.sh --release)
 # Node i: client TCP 127.0.0.1:2809i, replica TCP 127.0.0.1:2909i, user iggy / password iggy.
-# State in $IGGYREAL_DIR (default target/iggy-real under the current directory): data/, logs/.
+# State in $IGGYREAL_DIR (default target/iggy-real under the current directory): data/, logs/
+# and pids/ for the debug build, release/data, release/logs and release/pids for the release
+# build, so the two never share a node's state. Both use the same ports: run one at a time.
 # See docs/real-cluster.md.
 set -u
 W=${IGGYREAL_DIR:-$PWD/target/iggy-real}
-BIN=${IGGY_SERVER_BIN_PATH:-$W/target/debug/iggy-server}
+PROFILE=debug
+STATE=$W
+if [ "${1:-}" = "--release" ]; then
+  PROFILE=release
+  STATE=$W/release
+  shift
+fi
+BIN=${IGGY_SERVER_BIN_PATH:-$W/target/$PROFILE/iggy-server}
 SRC=$W/src
-PIDS=$W/pids
-LOGS=$W/logs
-mkdir -p "$PIDS" "$LOGS" "$W/data"
+PIDS=$STATE/pids
+LOGS=$STATE/logs
+DATA=$STATE/data
+mkdir -p "$PIDS" "$LOGS" "$DATA"
 
 tcp_port() { echo $((28090 + $1)); }
 replica_port() { echo $((29090 + $1)); }
@@ -48,10 +59,10 @@ start() {
     echo "node$n already running"; return 0
   fi
   [ -x "$BIN" ] || { echo "no server binary at $BIN: run tests/real-cluster/build.sh first"; return 1; }
-  mkdir -p "$W/data/node$n"
+  mkdir -p "$DATA/node$n"
   (
     cd "$SRC" || exit 1
-    env $(cluster_env) IGGY_SYSTEM_PATH="$W/data/node$n" IGGY_TCP_ADDRESS=127.0.0.1:$(tcp_port $n) \
+    env $(cluster_env) IGGY_SYSTEM_PATH="$DATA/node$n" IGGY_TCP_ADDRESS=127.0.0.1:$(tcp_port $n) \
       "$BIN" --replica-id "$n" >>"$LOGS/node$n.log" 2>&1 &
     echo $! >"$PIDS/node$n.pid"
   )
@@ -88,5 +99,5 @@ case "${1:-}" in
               printf 'node%s=%s ' $n "$(grep -c 'rejecting client request on non-primary' "$LOGS/node$n.log" 2>/dev/null)"
             done; echo ;;
   env) cluster_env ;;
-  *) echo "usage: $0 start|kill|stop N | stopall | status | seeds | refusals | env"; exit 2 ;;
+  *) echo "usage: $0 [--release] start|kill|stop N | stopall | status | seeds | refusals | env"; exit 2 ;;
 esac
