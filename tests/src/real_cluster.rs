@@ -209,10 +209,24 @@ impl RealCluster {
         topic: &str,
         nodes: usize,
     ) -> u32 {
+        self.spread_partitions(client, stream, topic, nodes, 6)
+    }
+
+    /// [`Self::spread_primaries`] with `partitions` partitions when they all stay on one
+    /// node (`nodes` 0 or 1); spreading over more nodes makes six.
+    pub fn spread_partitions(
+        &self,
+        client: &TestClient,
+        stream: &str,
+        topic: &str,
+        nodes: usize,
+        partitions: u32,
+    ) -> u32 {
         admin(client, create_stream(stream));
         match nodes {
             0 | 1 => {
-                admin(client, create_topic(stream, topic, 6));
+                admin(client, create_topic(stream, topic, partitions));
+                return partitions;
             }
             2 => {
                 admin(client, create_topic(stream, topic, 2)); // 0-1 on node 0

@@ -19,6 +19,7 @@ fn paced_load() -> Load {
     Load {
         kind: LoadKind::Batch100,
         producers: 12,
+        partitions: iggy_route_tests::demo::PARTITIONS,
         payload_bytes: 100,
         duration: Duration::from_millis(1_500),
         drain_grace: Duration::from_secs(30),

@@ -56,6 +56,11 @@ struct Args {
     /// stopped node's partitions for good), so each crash meets the same layout.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=3))]
     primary_nodes: Option<u8>,
+    /// With `--cluster` and `--primary-nodes 1`: the new topic's partition count (six by
+    /// default), such as one for a control run whose every send goes to one primary.
+    #[arg(long, value_name = "N", default_value_t = PARTITIONS,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    partitions: u32,
     /// Clients to run, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientKind::RouteTokio, ClientKind::RouteMio, ClientKind::RouteTokioProducer, ClientKind::RouteMioProducer, ClientKind::Sdk])]
     clients: Vec<ClientKind>,
@@ -141,6 +146,12 @@ fn main() -> ExitCode {
         eprintln!("--tls applies to the embedded cluster, not to --cluster");
         return ExitCode::FAILURE;
     }
+    if args.partitions != PARTITIONS && (args.cluster.is_none() || args.primary_nodes != Some(1)) {
+        // Only a new stream on one node can have another count: spreading makes six, and
+        // the embedded cluster's scenarios are laid out for six.
+        eprintln!("--partitions needs --cluster and --primary-nodes 1");
+        return ExitCode::FAILURE;
+    }
     if args.cluster.is_some() && args.slow_commit_ms > 0 {
         // A real cluster commits at its own pace: the figure would be a false label.
         eprintln!("--slow-commit-ms applies to the embedded cluster, not to --cluster");
@@ -150,6 +161,7 @@ fn main() -> ExitCode {
     let load = Load {
         kind: LoadKind::Batch100,
         producers: args.producers,
+        partitions: args.partitions,
         payload_bytes: 100,
         duration: Duration::from_secs_f64(args.seconds),
         drain_grace: Duration::from_secs(30),
@@ -385,7 +397,13 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
         let stream = unique_name(&format!("{}-{nodes}n", args.stream));
         println!("spreading the primaries of {stream}/{TOPIC_NAME} over {nodes} node(s)...");
         let admin = real.client(Adapter::Tokio, seeds.len().saturating_sub(1));
-        real.spread_primaries(&admin, &stream, TOPIC_NAME, usize::from(nodes));
+        real.spread_partitions(
+            &admin,
+            &stream,
+            TOPIC_NAME,
+            usize::from(nodes),
+            args.partitions,
+        );
         admin.shutdown();
         stream
     };
@@ -420,13 +438,14 @@ fn run_external(runtimes: &Runtimes, args: &Args, cluster: &str, load: &Load) ->
             let config = Config::new(seeds.clone(), credentials.clone());
             let refusals_before = real.refusals();
             let run = if crash {
-                let primaries = match runner::probe_primaries(runtimes, &config, &stream) {
-                    Ok(primaries) => primaries,
-                    Err(error) => {
-                        eprintln!("{kind} {client} crash: cannot find the primaries: {error}");
-                        continue;
-                    }
-                };
+                let primaries =
+                    match runner::probe_primaries(runtimes, &config, &stream, load.partitions) {
+                        Ok(primaries) => primaries,
+                        Err(error) => {
+                            eprintln!("{kind} {client} crash: cannot find the primaries: {error}");
+                            continue;
+                        }
+                    };
                 let node = failover::crash_target(args.crash_node, 0, &primaries);
                 println!("primaries before the crash of node {node}: {primaries:?}");
                 let plan = FaultPlan::crash(load.duration, node, None, &primaries);

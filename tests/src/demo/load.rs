@@ -470,6 +470,7 @@ mod tests {
         Load {
             kind: LoadKind::Batch100,
             producers: 12,
+            partitions: crate::demo::PARTITIONS,
             payload_bytes: 100,
             duration: Duration::from_secs(1),
             drain_grace: Duration::from_secs(30),

@@ -183,6 +183,9 @@ pub struct Load {
     pub kind: LoadKind,
     /// Concurrent producers (tasks or threads).
     pub producers: usize,
+    /// Partitions of the topic the load writes ([`PARTITIONS`] on the embedded cluster; a
+    /// real cluster's run may ask for another count, such as one for a control run).
+    pub partitions: u32,
     /// Payload bytes per message.
     pub payload_bytes: usize,
     /// How long producers start new sends.

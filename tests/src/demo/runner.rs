@@ -15,7 +15,7 @@ use super::hiccup::{MachineLog, MachineMeter};
 use super::load::ProgressLine;
 use super::report::{RefusalSource, Row};
 use super::topology::EmbeddedCluster;
-use super::{ClientKind, Load, PARTITIONS, Scenario, TOPIC_NAME};
+use super::{ClientKind, Load, Scenario, TOPIC_NAME};
 use super::{background_mio, background_tokio, route_mio, route_tokio, sdk};
 
 /// The two runtimes of the demo.
@@ -221,6 +221,7 @@ pub fn probe_primaries(
     runtimes: &Runtimes,
     config: &Config,
     stream_name: &str,
+    partitions: u32,
 ) -> Result<Vec<usize>, String> {
     runtimes.clients.block_on(async {
         let client = iggy_route_tokio::Client::connect(config.clone())
@@ -228,11 +229,11 @@ pub fn probe_primaries(
             .map_err(|error| format!("connect: {error}"))?;
         let probed = async {
             let (stream, topic) =
-                route_tokio::ensure_topic(&client, stream_name, TOPIC_NAME, PARTITIONS)
+                route_tokio::ensure_topic(&client, stream_name, TOPIC_NAME, partitions)
                     .await
                     .map_err(|error| format!("create {stream_name}/{TOPIC_NAME}: {error}"))?;
             let mut primaries = Vec::new();
-            for partition in 0..PARTITIONS {
+            for partition in 0..partitions {
                 let receipt = client
                     .send(
                         Identifier::Numeric(stream),
@@ -289,7 +290,7 @@ pub fn run_external_faulted(
 }
 
 /// Runs `client` against a real cluster at `config.seeds`, on topic [`TOPIC_NAME`] of
-/// stream `stream_name` (created with [`PARTITIONS`] partitions when absent). The SDK
+/// stream `stream_name` (created with `load.partitions` partitions when absent). The SDK
 /// connects to the first seed, as an SDK user names one node.
 pub fn run_external(
     runtimes: &Runtimes,
@@ -303,7 +304,7 @@ pub fn run_external(
         let admin = iggy_route_tokio::Client::connect(config.clone())
             .await
             .map_err(|error| format!("connect: {error}"))?;
-        let ids = route_tokio::ensure_topic(&admin, stream_name, TOPIC_NAME, PARTITIONS)
+        let ids = route_tokio::ensure_topic(&admin, stream_name, TOPIC_NAME, load.partitions)
             .await
             .map_err(|error| format!("create {stream_name}/{TOPIC_NAME}: {error}"))?;
         Ok::<_, String>((admin, ids))

@@ -11,9 +11,9 @@ use iggy::prelude::{
 
 use iggy_route_core::partitioning::resolve_partition;
 
+use super::Load;
 use super::load::{Acked, Measurement, Progress, batch_key, payload};
 use super::producer::{AsyncSendPath, produce_async};
-use super::{Load, PARTITIONS};
 
 /// Connects and signs in `count` clients through the node of `connection_string` (the
 /// 0.11.0 SDK takes one address).
@@ -48,6 +48,7 @@ pub async fn produce(
             producer,
             payload: payload.clone(),
             messages: load.messages_per_send(),
+            partitions: load.partitions,
         })
         .collect();
     Ok(produce_async(paths, load, progress).await)
@@ -62,6 +63,8 @@ struct SdkSend {
     producer: usize,
     payload: Bytes,
     messages: usize,
+    /// The topic's partitions, to name the one a key hashes to.
+    partitions: u32,
 }
 
 impl AsyncSendPath for SdkSend {
@@ -76,7 +79,7 @@ impl AsyncSendPath for SdkSend {
         let value = batch_key(self.producer, send);
         let key = Partitioning::messages_key_u64(value);
         // The SDK reports no partition: the key tells it, hashed as the server does.
-        let partition = resolve_partition(&value.to_le_bytes(), PARTITIONS);
+        let partition = resolve_partition(&value.to_le_bytes(), self.partitions);
         Ok((key, messages, partition))
     }
 
