@@ -243,20 +243,31 @@ fn write_results(out: &Path, json: &str, rows: &[Row]) {
         Ok(()) => println!("results: {}", results.display()),
         Err(error) => eprintln!("cannot write {}: {error}", results.display()),
     }
-    let mut groups: Vec<(LoadKind, Scenario)> = rows
+    let mut groups: Vec<(LoadKind, Scenario, bool)> = rows
         .iter()
-        .filter(|row| row.recovery.is_some())
-        .map(|row| (row.load, row.scenario))
+        .filter(|row| row.recovery.is_some() || row.on_real_cluster)
+        .map(|row| (row.load, row.scenario, row.recovery.is_some()))
         .collect();
     groups.dedup();
-    for (load, scenario) in groups {
+    for (load, scenario, faulted) in groups {
         let group: Vec<&Row> = rows
             .iter()
-            .filter(|row| row.load == load && row.scenario == scenario && row.recovery.is_some())
+            .filter(|row| {
+                row.load == load && row.scenario == scenario && row.recovery.is_some() == faulted
+            })
             .collect();
-        let path = out.join(format!("failover-{load}-{scenario}.svg"));
         let title = format!("{scenario}: {load}, throughput per 100 ms");
-        match chart::write(&path, &title, &group) {
+        let (path, drawn) = if faulted {
+            let path = out.join(format!("failover-{load}-{scenario}.svg"));
+            let drawn = chart::write(&path, &title, &group);
+            (path, drawn)
+        } else {
+            // A real cluster's layout as it is: the throughput alone.
+            let path = out.join(format!("throughput-{load}-{scenario}.svg"));
+            let drawn = chart::write_throughput(&path, &title, &group);
+            (path, drawn)
+        };
+        match drawn {
             Ok(()) => println!("chart: {}", path.display()),
             Err(error) => eprintln!("cannot draw the chart: {error}"),
         }

@@ -1,6 +1,8 @@
 //! The failover chart: for one load and one scenario whose primaries move, the throughput
 //! of every client per 100 ms over the run with the faults marked, and below it the
-//! histogram of the recovery times. Written as SVG next to the JSON.
+//! histogram of the recovery times. Written as SVG next to the JSON. A run without faults
+//! (a real cluster's layout as it is) gets the throughput alone: a client that stalls on a
+//! refusal shows it there as gaps.
 
 use std::path::Path;
 
@@ -28,6 +30,19 @@ const PALETTE: [RGBColor; 6] = [
 /// Writes the chart of `rows` (one load, one scenario, one row per client) to `path`.
 pub fn write(path: &Path, title: &str, rows: &[&Row]) -> Result<(), String> {
     draw(path, title, rows).map_err(|error| format!("{}: {error}", path.display()))
+}
+
+/// Writes the throughput of `rows` (one load, one scenario, one row per client, no faults)
+/// to `path`.
+pub fn write_throughput(path: &Path, title: &str, rows: &[&Row]) -> Result<(), String> {
+    let drawn = (|| -> Result<(), Box<dyn std::error::Error + 'static>> {
+        let root = SVGBackend::new(path, (1100, 470)).into_drawing_area();
+        root.fill(&WHITE)?;
+        throughput(&root, title, rows)?;
+        root.present()?;
+        Ok(())
+    })();
+    drawn.map_err(|error| format!("{}: {error}", path.display()))
 }
 
 fn draw(
