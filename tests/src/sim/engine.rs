@@ -341,6 +341,11 @@ impl Simulation {
     /// Break a connection on both sides: the node forgets it now, the router hears later.
     pub(super) fn cut(&mut self, id: ConnId) {
         self.network.cut(self.now, id);
+        if self.nodes.holds_membership(self.topic, id) {
+            // The nodes end that membership now; the router hears of it only later, and
+            // may end it itself first (a leave closing a busy member link), counting no loss.
+            self.opsbook.membership_cut(id.router);
+        }
         self.nodes.close(id);
     }
 

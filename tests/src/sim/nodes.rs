@@ -107,6 +107,28 @@ impl SimNodes {
         }
     }
 
+    /// Whether connection `id` holds a consumer-group membership of `topic` on the nodes'
+    /// side: its session's client id is a member of one of the topic's groups.
+    pub fn holds_membership(&self, topic: SimTopic, id: ConnId) -> bool {
+        let Some(client) = self
+            .conns
+            .get(&id)
+            .and_then(|conn| conn.model.binding())
+            .map(|binding| binding.client_id)
+        else {
+            return false;
+        };
+        self.state
+            .catalog
+            .topic(Lookup::Id(topic.stream), Lookup::Id(topic.topic))
+            .is_ok_and(|found| {
+                found
+                    .groups
+                    .all()
+                    .any(|group| group.member(client).is_some())
+            })
+    }
+
     /// The members of group `group` of `topic`, each as the router whose connection signed
     /// in with the member's client id (`None`: no open connection did).
     pub fn group_members(&self, topic: SimTopic, group: u32) -> Vec<Option<usize>> {

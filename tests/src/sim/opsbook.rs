@@ -102,6 +102,8 @@ pub struct OpsBook {
     /// Per router: the first sync or group poll answered as to a stranger while it was a
     /// member (judged at the end, against its lost memberships).
     stranger: BTreeMap<usize, String>,
+    /// Routers a fault cut a connection of while it held a membership on the nodes' side.
+    cut_members: BTreeSet<usize>,
     /// Per router: the partitions its last sync as a member assigned it.
     assigned: BTreeMap<usize, Vec<u32>>,
     seq: u64,
@@ -124,6 +126,7 @@ impl OpsBook {
             joined: BTreeMap::new(),
             leaving: BTreeMap::new(),
             stranger: BTreeMap::new(),
+            cut_members: BTreeSet::new(),
             assigned: BTreeMap::new(),
             seq: 0,
             tally: OpsTally::default(),
@@ -461,13 +464,20 @@ impl OpsBook {
         }
     }
 
+    /// A fault cut a connection of `router` that held a group membership on the nodes' side:
+    /// the membership ended there, whether or not the router ever counts it lost.
+    pub fn membership_cut(&mut self, router: usize) {
+        self.cut_members.insert(router);
+    }
+
     /// Whether every accepted request has completed.
     pub fn all_completed(&self) -> bool {
         self.requests.values().all(|r| r.done)
     }
 
     /// The end-of-run check: nothing left pending, and no member answered as a stranger
-    /// by a router that never lost a membership (`memberships_lost(router)`).
+    /// by a router that never lost a membership, by its own count (`memberships_lost(router)`)
+    /// or by a fault that cut its member connection.
     pub fn finish(&self, memberships_lost: &dyn Fn(usize) -> u64) -> Result<(), String> {
         if let Some(((router, id), r)) = self.requests.iter().find(|(_, r)| !r.done) {
             return Err(format!(
@@ -475,11 +485,9 @@ impl OpsBook {
                 r.op.kind
             ));
         }
-        match self
-            .stranger
-            .iter()
-            .find(|(router, _)| memberships_lost(**router) == 0)
-        {
+        match self.stranger.iter().find(|(router, _)| {
+            memberships_lost(**router) == 0 && !self.cut_members.contains(*router)
+        }) {
             Some((_, what)) => Err(format!(
                 "{what}: answered as to a stranger while a member, and no membership was lost"
             )),

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use bytes::Bytes;
+use iggy_route_core::ReplyPayload;
 use iggy_route_core::wire::{PollMessagesReply, PolledMessage};
 
 use super::*;
@@ -126,4 +127,33 @@ fn the_stored_offset_of_a_poll_consumer_must_not_go_back() {
     let mut book = OpsBook::new(true);
     book.check_stored(1, &|_, _| Some(5)).unwrap();
     assert!(book.check_stored(1, &|_, _| Some(4)).is_err());
+}
+
+/// A member's sync answered "no assignment" is judged at the end: a defect unless the
+/// membership ended, by the router's own count or by a fault that cut its member
+/// connection (the nodes end it at once; a leave may then close the link before the
+/// router hears of the cut, and it counts no loss).
+#[test]
+fn a_stranger_answer_is_excused_only_by_a_lost_or_cut_membership() {
+    let stranger = || {
+        let mut book = OpsBook::new(true);
+        book.submitted(RequestId(1), op(OpKind::Join), 0).unwrap();
+        let joined = Ok(Reply::Payload(ReplyPayload(Bytes::new())));
+        let z = Duration::ZERO;
+        book.completed(0, RequestId(1), &joined, z, &[], &none)
+            .unwrap();
+        book.submitted(RequestId(2), op(OpKind::Sync), 0).unwrap();
+        book.completed(0, RequestId(2), &joined, z, &[], &none)
+            .unwrap();
+        book
+    };
+    let not_lost = |_: usize| 0;
+    assert!(stranger().finish(&not_lost).is_err());
+    assert!(stranger().finish(&|_| 1).is_ok());
+    let mut cut = stranger();
+    cut.membership_cut(0);
+    assert!(cut.finish(&not_lost).is_ok());
+    let mut other_router_cut = stranger();
+    other_router_cut.membership_cut(1);
+    assert!(other_router_cut.finish(&not_lost).is_err());
 }
