@@ -102,6 +102,9 @@ pub struct Router {
     groups: Groups,
     /// Calls waiting for room (see `Router::submit_waiting`).
     waiting: waiting::WaitingLine,
+    /// A data link was opened to every node of the first roster read
+    /// (`Config::warm_data_links`); later rosters open nothing.
+    links_warmed: bool,
 }
 
 impl Router {
@@ -138,6 +141,7 @@ impl Router {
             stats: Stats::default(),
             closed: false,
             groups: Groups::default(),
+            links_warmed: false,
             waiting,
         };
         router.run_turns(now);
