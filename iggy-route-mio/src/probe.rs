@@ -10,8 +10,7 @@ use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 
 pub(crate) use iggy_route_core::client::probe_delay;
-use iggy_route_core::client::{ProbeVerdict, probe_request, probe_verdict};
-use iggy_route_core::wire::HEADER_SIZE;
+use iggy_route_core::client::{PROBE_LEN, ProbeVerdict, probe_request, probe_verdict};
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
 
@@ -24,9 +23,9 @@ pub(crate) const PROBE_BIT: usize = 1 << (usize::BITS - 2);
 pub(crate) struct Probe {
     pub(crate) stream: TcpStream,
     connected: bool,
-    ping: [u8; HEADER_SIZE],
+    ping: [u8; PROBE_LEN],
     sent: usize,
-    answer: [u8; HEADER_SIZE],
+    answer: [u8; PROBE_LEN],
     received: usize,
 }
 
@@ -42,7 +41,7 @@ impl Probe {
             connected: false,
             ping,
             sent: 0,
-            answer: [0; HEADER_SIZE],
+            answer: [0; PROBE_LEN],
             received: 0,
         })
     }
@@ -60,7 +59,7 @@ impl Probe {
                 Err(_) => return ProbeVerdict::Unknown,
             }
         }
-        while self.sent < HEADER_SIZE {
+        while self.sent < PROBE_LEN {
             match self.stream.write(&self.ping[self.sent..]) {
                 Ok(0) => return ProbeVerdict::Unknown,
                 Ok(written) => self.sent += written,
@@ -71,7 +70,7 @@ impl Probe {
                 Err(_) => return ProbeVerdict::Unknown,
             }
         }
-        while self.received < HEADER_SIZE {
+        while self.received < PROBE_LEN {
             match self.stream.read(&mut self.answer[self.received..]) {
                 Ok(0) => return ProbeVerdict::Unknown,
                 Ok(read) => self.received += read,
@@ -131,7 +130,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         std::thread::spawn(move || {
             let (mut stream, _) = listener.accept().unwrap();
-            let mut header = [0u8; HEADER_SIZE];
+            let mut header = [0u8; PROBE_LEN];
             if stream.read_exact(&mut header).is_ok() {
                 let _ = stream.write_all(&answer(&header));
             }
@@ -157,7 +156,7 @@ mod tests {
         // What a TLS node answers to plaintext: an alert record, then it closes.
         let alert = node(|_| vec![0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32]);
         assert_eq!(probe(alert), ProbeVerdict::Unknown);
-        let garbage = node(|_| vec![0xAB; HEADER_SIZE]);
+        let garbage = node(|_| vec![0xAB; PROBE_LEN]);
         assert_eq!(probe(garbage), ProbeVerdict::Unknown);
         let gone = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let addr = gone.local_addr().unwrap();

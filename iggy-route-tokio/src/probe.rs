@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use iggy_route_core::TlsError;
-use iggy_route_core::client::{ProbeVerdict, probe_request, probe_verdict};
-use iggy_route_core::wire::HEADER_SIZE;
+use iggy_route_core::client::{PROBE_LEN, ProbeVerdict, probe_request, probe_verdict};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tracing::debug;
@@ -52,7 +51,7 @@ pub(crate) async fn speaks_plaintext_iggy(peer: SocketAddr) -> bool {
     if stream.write_all(&ping).await.is_err() {
         return false;
     }
-    let mut answer = [0u8; HEADER_SIZE];
+    let mut answer = [0u8; PROBE_LEN];
     if stream.read_exact(&mut answer).await.is_err() {
         // A hang-up before a whole header proves nothing.
         return false;

@@ -29,7 +29,7 @@ use std::io;
 pub use call::{Call, ExpectedReply};
 pub use connect_wait::ConnectWait;
 pub use error::ClientError;
-pub use probe::{ProbeVerdict, probe_delay, probe_request, probe_verdict};
+pub use probe::{PROBE_LEN, ProbeVerdict, probe_delay, probe_request, probe_verdict};
 
 use crate::ConnectError;
 use crate::event::{Event, LinkRole};

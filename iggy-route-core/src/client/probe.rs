@@ -26,9 +26,13 @@ pub fn probe_delay(connect_timeout: Duration) -> Duration {
     (connect_timeout / 4).min(PROBE_DELAY_MAX)
 }
 
+/// How many bytes the probe writes, and reads back before [`probe_verdict`] can say more
+/// than `Pending`: one consensus header.
+pub const PROBE_LEN: usize = HEADER_SIZE;
+
 /// The probe's bytes: a `PING` header from client `client` (the adapter's random number).
 /// The server drops a request from client 0 without a word, so 0 is sent as 1.
-pub fn probe_request(client: u64) -> [u8; HEADER_SIZE] {
+pub fn probe_request(client: u64) -> [u8; PROBE_LEN] {
     let header = RequestHeader::new(
         Operation::NonReplicated,
         code::PING,

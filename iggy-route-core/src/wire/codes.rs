@@ -1,7 +1,5 @@
 //! Command codes (§1.7) and the consensus `Operation` byte (§1.6).
 
-pub use super::error_code::{ErrorCode, EvictionReason};
-
 /// Command codes, as carried in bytes 196..200 of a `NonReplicated` request header.
 pub mod code {
     /// PING.

@@ -1,12 +1,12 @@
-//! `SEND_MESSAGES` (101, operation 160) request and reply (§4.1, §4.2). The poll
-//! and batch types are re-exported here too.
+//! `SEND_MESSAGES` (101, operation 160) request and reply (§4.1, §4.2).
 
 use bytes::{BufMut, Bytes, BytesMut};
 
 #[cfg(feature = "server")]
+use super::batch::BatchHeader;
+#[cfg(feature = "server")]
 use super::batch::read_batch;
-pub use super::batch::{BATCH_HEADER_SIZE, BatchHeader, MESSAGE_HEADER_SIZE, encode_batch};
-pub use super::poll::{PollMessagesReply, PollMessagesRequest, PolledMessage};
+use super::batch::{BATCH_HEADER_SIZE, MESSAGE_HEADER_SIZE, encode_batch};
 use super::{Identifier, Reader, WireError, len_u32};
 use crate::partitioning::Partitioning;
 

@@ -2,22 +2,30 @@
 //!
 //! Every message in both directions is a 256-byte consensus header followed by a
 //! body of `header.size - 256` bytes. This module encodes and decodes those headers
-//! ([`RequestHeader`], [`ReplyHeader`], [`EvictionHeader`]), splits a byte stream into
-//! frames ([`FrameDecoder`]), and encodes and decodes the bodies of the commands the
+//! (`RequestHeader`, `ReplyHeader`, `EvictionHeader`), splits a byte stream into
+//! frames (`FrameDecoder`), and encodes and decodes the bodies of the commands the
 //! router and the test cluster need.
 //!
-//! The client half (request encoders, reply decoders, the frame decoder) is always
-//! built. The server half (request decoders, reply encoders, `ReplyHeader::for_request`,
-//! `decode_one`, `Frame::encode`, `encode_request`, `put_result_ok`) is only built with
-//! the `server` feature: a client has no use for it, and the loopback test cluster,
-//! the crate's own tests and the fuzz targets turn it on.
+//! A user sees only the protocol's data types here: what a request names (`Identifier`,
+//! `Consumer`, `PollingStrategy`, `Message`), what a reply carries (`PolledMessage`,
+//! `TopicDetails`, `ServerStats`, ...) and the server's `ErrorCode`. The codec itself
+//! (headers, frames, request bodies, reply splitting) is the crate's own; it is public
+//! only with the `server` feature, which also builds its server half (request decoders,
+//! reply encoders, `ReplyHeader::for_request`, `decode_one`, `Frame::encode`,
+//! `encode_request`, `put_result_ok`): a client has no use for either, and the loopback
+//! test cluster, the crate's own tests and the fuzz targets turn it on.
 //!
 //! All decoders are total: they return a typed [`WireError`] for any input and never
 //! panic, and they never allocate from a count read off the wire beyond what the
 //! remaining bytes can hold.
 
+// Without `server` the codec is this crate's own: its items stay `pub` for the server
+// build, where they are the test cluster's and the fuzz targets' API, and may go unused by
+// a client (a reply decoder's length helper, the server half's constants).
+#![cfg_attr(not(feature = "server"), allow(unreachable_pub, dead_code))]
+
 mod cluster;
-pub mod codes;
+mod codes;
 mod consumer_groups;
 mod details;
 mod error_code;
@@ -25,7 +33,7 @@ mod eviction;
 mod frame;
 mod header;
 mod login;
-pub mod messages;
+mod messages;
 mod offsets;
 mod options;
 mod passwords;
@@ -46,84 +54,110 @@ mod users;
 
 mod batch;
 
-pub use batch::{BATCH_HEADER_SIZE, BatchHeader, MESSAGE_HEADER_SIZE, encode_batch};
+/// Re-exports an item of the codec itself (headers, frames, request bodies, reply
+/// splitting): public with the `server` feature, which the loopback test cluster, the
+/// workspace's tests and the fuzz targets turn on to build and read frames; visible to
+/// this crate only otherwise, since a client never touches the codec. Not every item is
+/// used by a client build, hence the allowance.
+macro_rules! codec_use {
+    ($($path:tt)*) => {
+        #[cfg(feature = "server")]
+        pub use $($path)*;
+        #[cfg(not(feature = "server"))]
+        #[allow(unused_imports)]
+        pub(crate) use $($path)*;
+    };
+}
+
+// What a user sends, receives and names: the protocol's data types.
 pub use cluster::{
     ClusterMetadata, ClusterNode, ConsumerSession, NodeRole, NodeStatus, PollRouting,
 };
-pub use codes::{Operation, code};
 pub use consumer_groups::{
     ConsumerGroupAssignment, ConsumerGroupDetails, ConsumerGroupInfo, ConsumerGroupMember,
-    ConsumerGroupRef, CreateConsumerGroupRequest, GetConsumerGroupsRequest,
+    ConsumerGroupRef,
 };
 pub use details::{PartitionInfo, StreamDetails, TopicDetails, TopicSummary};
 pub use error_code::{ErrorCode, EvictionReason};
-pub use eviction::EvictionHeader;
-#[cfg(feature = "server")]
-pub use frame::decode_one;
-pub use frame::{Frame, FrameDecoder};
-#[cfg(feature = "server")]
-pub use header::encode_request;
-pub use header::{
-    COMMAND_EVICTION, COMMAND_REPLY, COMMAND_REQUEST, ReplyHeader, RequestHeader, request_checksum,
-};
-pub use login::{
-    LoginRegisterReply, LoginRegisterRequest, LoginRegisterWithPatRequest, PROTOCOL_VERSION,
-    Password, SDK_NAME, SDK_VERSION,
-};
-pub use messages::{Message, SendConfirmation, SendMessagesReply, SendMessagesRequest};
-pub use offsets::{
-    ConsumerOffsetInfo, ConsumerOffsetKey, DeleteConsumerOffsetRequest, StoreConsumerOffsetRequest,
-};
-pub use options::{
-    CompressionAlgorithm, MAX_OPTIONS, MAX_OPTIONS_BYTES, TopicUpdateOptions, topic_option_key,
-};
-#[cfg(feature = "server")]
-pub use options::{OptionEntry, TopicOptionsError, option_entries};
-pub use passwords::{
-    ChangePasswordRequest, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, validate_password,
-};
-pub use permissions::{
-    GlobalPermissions, Permissions, StreamPermissions, TopicPermissions, UpdatePermissionsRequest,
-};
-pub use poll::{PollMessagesReply, PollMessagesRequest, PolledMessage};
+pub use login::Password;
+pub use messages::Message;
+pub use offsets::ConsumerOffsetInfo;
+pub use options::{CompressionAlgorithm, TopicUpdateOptions};
+pub use passwords::{MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, validate_password};
+pub use permissions::{GlobalPermissions, Permissions, StreamPermissions, TopicPermissions};
+pub use poll::{PollMessagesReply, PolledMessage};
 pub use primitives::{Consumer, ConsumerKind, Identifier, Name, PollingStrategy};
-pub use reader::Reader;
-pub use reply::{ReplyError, reply_payload, split_result};
-#[cfg(feature = "server")]
-pub use reply::{put_result_ok, put_result_rejection};
-pub use streams_admin::{
-    DeleteStreamRequest, GetTopicsRequest, PurgeStreamRequest, StreamSummary, UpdateStreamRequest,
-};
-#[cfg(feature = "server")]
-pub use system::decode_empty_request;
-pub use system::{
-    CacheMetric, ClientDetails, ClientInfo, ConsumerGroupMembership, GetClientRequest, ServerStats,
-};
-#[cfg(feature = "server")]
-pub use tokens::encode_personal_access_tokens;
-pub use tokens::{
-    CreatePersonalAccessTokenRequest, DeletePersonalAccessTokenRequest, PersonalAccessTokenInfo,
-    RawPersonalAccessToken, TokenExpiry, decode_personal_access_tokens,
-};
-pub use topics::{
+pub use streams_admin::StreamSummary;
+pub use system::{CacheMetric, ClientDetails, ClientInfo, ConsumerGroupMembership, ServerStats};
+pub use tokens::{PersonalAccessTokenInfo, RawPersonalAccessToken, TokenExpiry};
+pub use user_details::{UserDetails, UserInfo};
+pub use user_headers::validate_user_headers;
+pub use users::{MAX_USERNAME_LENGTH, MIN_USERNAME_LENGTH, UserStatus, validate_username};
+
+// The codec.
+codec_use!(batch::{BATCH_HEADER_SIZE, BatchHeader, MESSAGE_HEADER_SIZE, encode_batch});
+codec_use!(codes::{Operation, code});
+codec_use!(consumer_groups::{CreateConsumerGroupRequest, GetConsumerGroupsRequest});
+codec_use!(eviction::EvictionHeader);
+codec_use!(frame::{Frame, FrameDecoder});
+codec_use!(header::{
+    COMMAND_EVICTION, COMMAND_REPLY, COMMAND_REQUEST, ReplyHeader, RequestHeader, request_checksum,
+});
+codec_use!(login::{
+    LoginRegisterReply, LoginRegisterRequest, LoginRegisterWithPatRequest, PROTOCOL_VERSION,
+    SDK_NAME, SDK_VERSION,
+});
+codec_use!(messages::{SendConfirmation, SendMessagesReply, SendMessagesRequest});
+codec_use!(offsets::{
+    ConsumerOffsetKey, DeleteConsumerOffsetRequest, StoreConsumerOffsetRequest,
+});
+codec_use!(options::{MAX_OPTIONS, MAX_OPTIONS_BYTES, topic_option_key});
+codec_use!(passwords::ChangePasswordRequest);
+codec_use!(permissions::UpdatePermissionsRequest);
+codec_use!(poll::PollMessagesRequest);
+codec_use!(reader::Reader);
+codec_use!(reply::{ReplyError, reply_payload, split_result});
+codec_use!(streams_admin::{
+    DeleteStreamRequest, GetTopicsRequest, PurgeStreamRequest, UpdateStreamRequest,
+});
+codec_use!(system::GetClientRequest);
+codec_use!(tokens::{
+    CreatePersonalAccessTokenRequest, DeletePersonalAccessTokenRequest,
+    decode_personal_access_tokens,
+});
+codec_use!(topics::{
     CreatePartitionsRequest, CreateStreamRequest, CreateTopicRequest, GetStreamRequest,
     GetTopicRequest,
-};
-pub use topics_admin::{
+});
+codec_use!(topics_admin::{
     DeletePartitionsRequest, DeleteSegmentsRequest, DeleteTopicRequest, FlushUnsavedBufferRequest,
     PurgeTopicRequest, UpdateTopicRequest, empty_reply,
-};
+});
+codec_use!(user_details::decode_users);
+codec_use!(users::{
+    CreateUserRequest, DeleteUserRequest, GetUserRequest, UpdateUserRequest,
+});
+#[cfg(feature = "server")]
+pub use frame::decode_one;
+#[cfg(feature = "server")]
+pub use header::encode_request;
+#[cfg(feature = "server")]
+pub use options::{OptionEntry, TopicOptionsError, option_entries};
+#[cfg(feature = "server")]
+pub use reply::{put_result_ok, put_result_rejection};
+#[cfg(feature = "server")]
+pub use system::decode_empty_request;
+#[cfg(feature = "server")]
+pub use tokens::encode_personal_access_tokens;
 #[cfg(feature = "server")]
 pub use user_details::encode_users;
-pub use user_details::{UserDetails, UserInfo, decode_users};
-pub use user_headers::validate_user_headers;
-pub use users::{
-    CreateUserRequest, DeleteUserRequest, GetUserRequest, MAX_USERNAME_LENGTH, MIN_USERNAME_LENGTH,
-    UpdateUserRequest, UserStatus, validate_username,
-};
 
 /// Size of every consensus header on the wire, in bytes.
+#[cfg(feature = "server")]
 pub const HEADER_SIZE: usize = 256;
+/// Size of every consensus header on the wire, in bytes.
+#[cfg(not(feature = "server"))]
+pub(crate) const HEADER_SIZE: usize = 256;
 
 /// Default cap on a whole frame (header and body), matching the server's 64 MiB.
 pub const DEFAULT_MAX_FRAME_SIZE: u32 = 64 * 1024 * 1024;
