@@ -40,9 +40,6 @@ impl Harness {
         let now = Instant::now();
         let seeds = (0..cluster.nodes).map(addr).collect();
         let mut settings = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
-        // Links open only when a request needs one: the tests count sign-ins and links of
-        // the case they make (warm links are tested in `router_transcripts`).
-        settings.warm_data_links = false;
         config(&mut settings);
         let mut harness = Self {
             router: Router::new(settings, 42, now),

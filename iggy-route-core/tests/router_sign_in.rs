@@ -87,9 +87,7 @@ impl Election {
 #[test]
 fn a_sign_in_answered_not_now_is_tried_again_on_the_same_node_not_moved_on() {
     let seeds = (0..3).map(addr).collect();
-    let mut config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
-    // Only the coordinator's sign-ins are under test (warm links: `router_transcripts`).
-    config.warm_data_links = false;
+    let config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
     let now = Instant::now();
     let mut election = Election {
         router: Router::new(config, 3, now),

@@ -91,8 +91,6 @@ fn config() -> Config {
     let mut config = Config::new(vec![addr(0)], Credentials::user("iggy", "iggy").unwrap());
     config.heartbeat_interval = Duration::from_secs(1);
     config.attempt_timeout = Duration::from_secs(5);
-    // The timers of the links a request opens (warm links: `router_transcripts`).
-    config.warm_data_links = false;
     config
 }
 

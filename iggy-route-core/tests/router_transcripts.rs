@@ -39,22 +39,10 @@ struct Harness {
 }
 
 impl Harness {
-    /// Data links open only when a request needs one: each transcript shows the links of
-    /// the mechanism it is about. [`Harness::warm`] keeps the default.
     fn new(cluster: FakeCluster) -> Self {
-        Self::with(cluster, |config| config.warm_data_links = false)
-    }
-
-    /// With the default configuration: a data link to every node of the first roster.
-    fn warm(cluster: FakeCluster) -> Self {
-        Self::with(cluster, |_| {})
-    }
-
-    fn with(cluster: FakeCluster, tweak: impl FnOnce(&mut Config)) -> Self {
         let now = Instant::now();
         let seeds = (0..cluster.nodes).map(addr).collect();
-        let mut config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
-        tweak(&mut config);
+        let config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
         let router = Router::new(config, 42, now);
         let mut harness = Self {
             router,
@@ -132,35 +120,6 @@ fn start_connects_the_coordinator_signs_in_and_reads_the_roster() {
         Some(h.now + Duration::from_secs(5)),
         "next: the heartbeat"
     );
-}
-
-#[test]
-fn the_first_roster_warms_a_data_link_to_every_node_and_the_first_send_rides_one() {
-    // Partition 1's primary is node 2; the session is on node 0.
-    let mut h = Harness::warm(FakeCluster::new(3, vec![0, 2]));
-    assert_eq!(
-        h.take(),
-        [
-            "connect link1 node0",
-            "link1 LOGIN",
-            "link1 ROSTER",
-            // All three at once, then each signs in.
-            "connect link2 node0",
-            "connect link3 node1",
-            "connect link4 node2",
-            "link2 LOGIN",
-            "link3 LOGIN",
-            "link4 LOGIN",
-        ]
-    );
-    let id = h.send(1);
-    let sent = h.take();
-    assert!(
-        !sent.iter().any(|line| line.starts_with("connect")),
-        "the send found its link signed in: {sent:?}"
-    );
-    assert!(sent.contains(&format!("completed {id} ok")), "{sent:?}");
-    assert!(sent.contains(&"link4 SEND p1".to_owned()), "{sent:?}");
 }
 
 #[test]

@@ -140,12 +140,6 @@ pub struct Config {
     /// Data links per node, so sends to different partitions on one node do not wait for
     /// each other (the protocol allows one request in flight per connection).
     pub data_links_per_node: usize,
-    /// Open and sign in one data link to every node of the roster as soon as the session
-    /// first reads it, so that the first requests find a link ready instead of waiting for
-    /// a connection and a sign-in (on a release-built server a password sign-in takes tens
-    /// of milliseconds). A link left unused closes after `data_link_idle_timeout`, as any
-    /// other. On by default; off opens every data link when a request first needs it.
-    pub warm_data_links: bool,
     /// Requests waiting or in flight, in all.
     pub max_pending_requests: usize,
     /// Requests waiting for one partition (or for the metadata leader, or the coordinator).
@@ -228,7 +222,6 @@ impl Config {
             heartbeat_interval: Duration::from_secs(5),
             data_link_idle_timeout: Duration::from_secs(60),
             data_links_per_node: 8,
-            warm_data_links: true,
             max_pending_requests: 10_000,
             max_pending_per_lane: 2_000,
             max_frame_size: crate::wire::DEFAULT_MAX_FRAME_SIZE,

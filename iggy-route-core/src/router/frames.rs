@@ -12,7 +12,7 @@ use super::classify::{self, mismatch, not_committed, session_lost};
 use super::link::Job;
 use super::{CoordJob, Output, Router};
 use crate::event::{Event, LinkRole, ProtocolViolation};
-use crate::ids::{LinkId, NodeId};
+use crate::ids::LinkId;
 use crate::request::RequestError;
 use crate::routing::{Roster, RouteAnswer};
 use crate::wire::{
@@ -241,10 +241,8 @@ impl Router {
                 leader = Some(node);
             }
         }
-        let warm: Vec<NodeId> = replica_order.iter().flatten().copied().collect();
         let roster = Roster::from_replica_order(replica_order);
         self.routing.handle_roster_read(now, roster, leader);
-        self.warm_data_links(now, &warm);
     }
 
     /// `None` when the coordinator's own session is in doubt (status 40 / 30).

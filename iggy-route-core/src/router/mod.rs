@@ -102,9 +102,6 @@ pub struct Router {
     groups: Groups,
     /// Calls waiting for room (see `Router::submit_waiting`).
     waiting: waiting::WaitingLine,
-    /// A data link was opened to every node of the first roster read
-    /// (`Config::warm_data_links`); later rosters open nothing.
-    links_warmed: bool,
 }
 
 impl Router {
@@ -141,7 +138,6 @@ impl Router {
             stats: Stats::default(),
             closed: false,
             groups: Groups::default(),
-            links_warmed: false,
             waiting,
         };
         router.run_turns(now);

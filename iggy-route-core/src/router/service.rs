@@ -274,27 +274,6 @@ impl Router {
         true
     }
 
-    /// Opens one data link to each of `nodes` that has none, once per router (on the first
-    /// roster read; see `Config::warm_data_links`). A node backing off is left alone: its
-    /// first request opens one when it may.
-    pub(super) fn warm_data_links(&mut self, now: Instant, nodes: &[NodeId]) {
-        if !self.config.warm_data_links || self.links_warmed || self.closed {
-            return;
-        }
-        self.links_warmed = true;
-        let limit = self.sign_in_limit();
-        for &node in nodes {
-            let has_link = self.links.values().any(|l| l.node == node && l.in_pool());
-            let may_open = self.node(node).is_some_and(|entry| {
-                !entry.backing_off(now) && entry.ready_at(now, limit).is_none()
-            });
-            if !has_link && may_open {
-                debug!(%node, "warming a data link");
-                self.open_link(now, node, LinkRole::Data);
-            }
-        }
-    }
-
     /// Every request waiting for `node` is handed back as not sent (by the next
     /// [`Router::report_unsent`]).
     pub(super) fn unsend_all(&mut self, node: NodeId) {
