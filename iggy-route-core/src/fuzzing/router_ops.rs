@@ -17,6 +17,9 @@ use crate::wire::{Identifier, Message};
 
 /// Ops the input can ask for, one byte of kind and one of argument each.
 const OPS_MAX: usize = 2_000;
+/// Frames the router may write at one instant of the settle before it counts as a storm
+/// (far above what the ops can have queued: every pending request and its lookups).
+const STORM_AT_ONE_INSTANT: usize = 50_000;
 
 #[derive(Debug, Default)]
 struct Net {
@@ -88,7 +91,15 @@ pub fn router_ops(now: Instant, data: &[u8]) -> OpsSummary {
             net.connected.insert(link);
             drain(&mut router, &mut net, now);
         }
+        // At one instant the router writes a bounded number of frames: one that answers
+        // every write with another at the same `now` is a storm, not a slow settle.
+        let mut answered = 0;
         while net.written.values().any(|q| !q.is_empty()) {
+            answered += 1;
+            assert!(
+                answered <= STORM_AT_ONE_INSTANT,
+                "a storm: over {STORM_AT_ONE_INSTANT} frames written at one instant"
+            );
             answer_one(&mut router, &mut cluster, &mut net, now, 0);
             drain(&mut router, &mut net, now);
         }
