@@ -284,14 +284,14 @@ impl Routing {
             Place::Topic(topic) => {
                 let state = self.topics.get(topic);
                 let waiting = state.map_or(0, |t| t.waiting.len());
-                // With the partition count at hand the request's own partition queue is
-                // known already: check that one too.
+                // With a partition count read before, the request's own partition queue is
+                // known already (as far as that count still holds): check that one too. The
+                // last count read counts even while it is cleared for a read again: a call
+                // that waited for room, was let in, and found its partition's queue full
+                // once the count came must not be let in again until that queue has room
+                // (else it goes round the line and the topic read at one instant).
                 let lane = state
-                    .and_then(|t| {
-                        t.info
-                            .filter(|(_, seen)| *seen >= self.watermark)
-                            .map(|(count, _)| (count, t.balanced_cursor))
-                    })
+                    .and_then(|t| t.last_count.map(|count| (count, t.balanced_cursor)))
                     .and_then(|(count, cursor)| {
                         self.choose(now, topic, facts.choice, count, cursor)
                             .partition
