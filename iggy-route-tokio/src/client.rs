@@ -32,6 +32,10 @@ pub struct Client {
     claims: GroupClaims,
     /// How long a request may wait for room in the router (`Config::request_timeout`).
     request_timeout: Duration,
+    /// What the SDK's `Client` trait keeps beyond the native client (its session state,
+    /// its events, its consumer-group cursors): see the `sdk` module.
+    #[cfg(feature = "sdk")]
+    sdk: Arc<crate::sdk::SdkState>,
 }
 
 /// Writes an async method of [`Client`] for each entry of
@@ -106,6 +110,10 @@ impl Client {
             tls,
             claims.clone(),
         );
+        #[cfg(feature = "sdk")]
+        let sdk = Arc::new(crate::sdk::SdkState::new(&config));
+        #[cfg(feature = "sdk")]
+        let driver = driver.with_diagnostics(sdk.diagnostics());
         let span = info_span!("iggy_route");
         tokio::spawn(driver.run(command_queue, io_queue).instrument(span));
         let client = Client {
@@ -113,6 +121,8 @@ impl Client {
             stats,
             claims,
             request_timeout,
+            #[cfg(feature = "sdk")]
+            sdk,
         };
         // The driver answers as soon as the core reports the session signed in, or the
         // credentials refused for good, or a TLS handshake failed in a way that retrying
@@ -240,9 +250,22 @@ impl Client {
         self.request_timeout
     }
 
+    /// Whether the driver has stopped (a `shutdown`, by this handle or another clone).
+    #[cfg(feature = "sdk")]
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.commands.is_closed()
+    }
+
+    /// The SDK trait's own state, shared by every clone.
+    #[cfg(feature = "sdk")]
+    pub(crate) fn sdk_state(&self) -> &crate::sdk::SdkState {
+        &self.sdk
+    }
+
     /// Every listed operation's method ends here: stamps the call with the adapter's clock,
-    /// submits its request and reads the reply as the operation expects.
-    async fn run<T>(&self, call: Call<T>) -> Result<T, ClientError> {
+    /// submits its request and reads the reply as the operation expects. The SDK trait's
+    /// methods run the calls the native API has no method for through it too.
+    pub(crate) async fn run<T>(&self, call: Call<T>) -> Result<T, ClientError> {
         let deadline = Instant::now() + self.request_timeout;
         self.run_with(call, Admission::Wait { deadline }).await
     }

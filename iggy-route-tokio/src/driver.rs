@@ -98,6 +98,9 @@ pub(crate) struct Driver {
     swept_at: Instant,
     /// The client's consumer-group claims: memberships of dropped consumers end here.
     claims: GroupClaims,
+    /// Where the SDK trait's `subscribe_events` receivers hear about the session's link.
+    #[cfg(feature = "sdk")]
+    diagnostics: Option<crate::sdk::Diagnostics>,
 }
 
 impl Driver {
@@ -122,7 +125,16 @@ impl Driver {
             stopping: false,
             swept_at: Instant::now(),
             claims,
+            #[cfg(feature = "sdk")]
+            diagnostics: None,
         }
+    }
+
+    /// Reports the session link's ups and downs, and the shutdown, to `diagnostics`.
+    #[cfg(feature = "sdk")]
+    pub(crate) fn with_diagnostics(mut self, diagnostics: crate::sdk::Diagnostics) -> Self {
+        self.diagnostics = Some(diagnostics);
+        self
     }
 
     /// Runs until a `Shutdown` command, or until every client handle is dropped.
@@ -327,6 +339,10 @@ impl Driver {
                 }
                 Output::Event(event) => {
                     self.session.event(&event);
+                    #[cfg(feature = "sdk")]
+                    if let Some(diagnostics) = &self.diagnostics {
+                        diagnostics.router_event(&event);
+                    }
                     event.log();
                 }
             }
@@ -370,5 +386,9 @@ impl Driver {
         }
         // Anything left was never accepted by the router; its caller sees `Closed`.
         self.pending.clear();
+        #[cfg(feature = "sdk")]
+        if let Some(diagnostics) = &self.diagnostics {
+            diagnostics.shut_down();
+        }
     }
 }

@@ -71,6 +71,35 @@
 //! [`producer::Delivery`] that resolves to that call's own receipt; one task per producer
 //! submits the buffer's batches in order, up to `max_in_flight` at once, and
 //! [`Producer::flush`] / [`Producer::shutdown`] wait for them. See [`producer`].
+//!
+//! # SDK traits (feature `sdk`)
+//! With the `sdk` feature, [`Client`] implements the published SDK 0.11.0's
+//! `iggy_common::Client` trait and its supertraits (`StreamClient`, `MessageClient`, ...),
+//! so a program written against them switches to iggy-route by changing only the line that
+//! builds its client:
+//!
+//! ```toml
+//! iggy-route-tokio = { version = "0.1", features = ["sdk"] }
+//! ```
+//!
+//! ```ignore
+//! use std::sync::Arc;
+//! use iggy_common::Client as _;
+//!
+//! let client: Arc<dyn iggy_common::Client> =
+//!     Arc::new(iggy_route_tokio::Client::from_connection_string(url).await?);
+//! client.create_stream("orders").await?;
+//! ```
+//!
+//! Each method calls the native one of the same name (same routing, the SDK's types and
+//! errors); call them through the trait, as the native methods come first on the concrete
+//! type. What differs from the SDK: `login_user` and `login_with_personal_access_token`
+//! accept only the client's own credentials (others are `FeatureUnavailable`: the router
+//! cannot change them while it runs), `describe_options` is `FeatureUnavailable`,
+//! `disconnect` leaves iggy-route's links open, and a request whose outcome is unknown
+//! (it may have been stored) is `TransientNotCommitted` (57). Errors of the native methods
+//! convert with `IntoIggyError`. The full tables (every method, every error, the events)
+//! are in the documentation of the `sdk` module.
 
 #![warn(missing_docs)]
 
@@ -80,6 +109,8 @@ pub mod consumer;
 mod driver;
 mod probe;
 pub mod producer;
+#[cfg(feature = "sdk")]
+pub mod sdk;
 mod session_wait;
 mod tls;
 #[cfg(test)]
@@ -87,6 +118,9 @@ mod tls_peers;
 
 pub use client::Client;
 pub use consumer::{ConsumerBuilder, TopicConsumer};
+/// The SDK crate whose traits [`Client`] implements, at the version it implements.
+#[cfg(feature = "sdk")]
+pub use iggy_common;
 pub use iggy_route_core::client::ClientError;
 pub use iggy_route_core::client::consumer::{AutoCommit, ConsumerStats, ReceivedMessage};
 pub use iggy_route_core::partitioning::Partitioning;
@@ -102,3 +136,5 @@ pub use producer::{
     BackgroundConfig, Backpressure, ErrorCallback, Producer, ProducerBuilder, ProducerError,
     ProducerStats, SendFailure,
 };
+#[cfg(feature = "sdk")]
+pub use sdk::IntoIggyError;

@@ -1,0 +1,208 @@
+//! A consumer-group poll that names no partition, resolved on the client as the SDK 0.11.0
+//! resolves it: the 0.11.0 server reads only the partition a poll names, so the member's
+//! assignment is read (`SYNC_CONSUMER_GROUP`), kept, and its partitions polled in turn.
+//! Each poll then names its partition and goes where iggy-route routes a group poll of
+//! that partition.
+//!
+//! A poll the server answers "re-sync" (an empty reply for partition `u32::MAX`), or
+//! refuses as not this member's partition now (`ConsumerGroupPartitionNotOwned`), reads the
+//! assignment again and tries once more; two such answers in a row are an empty poll, as
+//! with the SDK (the caller polls again).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use iggy_common::{
+    IggyError, NO_ASSIGNED_PARTITION, PolledMessages, PollingStrategy as SdkPollingStrategy,
+    RESYNC_REQUIRED_PARTITION_SENTINEL,
+};
+use iggy_route_core::PollRequest;
+use iggy_route_core::wire::{Consumer, Identifier};
+
+use super::IntoIggyError;
+use super::convert_messages::{route_strategy, sdk_identifier, sdk_polled};
+use crate::Client;
+
+/// Polls of one group call: the first, and one after a re-sync.
+const GROUP_POLL_ATTEMPTS: usize = 2;
+
+/// Stream, topic and group, as the caller named them.
+pub(super) type GroupKey = (Identifier, Identifier, Identifier);
+
+/// The assignments this client read for the groups it polls without a partition.
+#[derive(Debug, Default)]
+pub(super) struct Assignments {
+    groups: Mutex<HashMap<GroupKey, Cursor>>,
+}
+
+/// A member's partitions and the one it polls next.
+#[derive(Debug)]
+struct Cursor {
+    partitions: Vec<u32>,
+    next: usize,
+}
+
+/// The partition to poll next.
+enum Turn {
+    /// No assignment read (or the member is gone): sync first.
+    Unknown,
+    /// A member holding no partitions.
+    Idle,
+    Poll(u32),
+}
+
+impl Assignments {
+    fn lock(&self) -> MutexGuard<'_, HashMap<GroupKey, Cursor>> {
+        // A panic elsewhere must not stop the polls: the map is valid whatever it held.
+        self.groups.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn turn(&self, key: &GroupKey) -> Turn {
+        let mut groups = self.lock();
+        let Some(cursor) = groups.get_mut(key) else {
+            return Turn::Unknown;
+        };
+        let Some(&partition) = cursor
+            .partitions
+            .get(cursor.next % cursor.partitions.len().max(1))
+        else {
+            return Turn::Idle;
+        };
+        cursor.next = cursor.next.wrapping_add(1);
+        Turn::Poll(partition)
+    }
+
+    fn knows(&self, key: &GroupKey) -> bool {
+        self.lock().contains_key(key)
+    }
+
+    fn set(&self, key: GroupKey, partitions: Vec<u32>) {
+        self.lock().insert(
+            key,
+            Cursor {
+                partitions,
+                next: 0,
+            },
+        );
+    }
+
+    /// Drops what is known of the group: after a join or a leave the assignment changed.
+    pub(super) fn forget(&self, key: &GroupKey) {
+        self.lock().remove(key);
+    }
+
+    /// The groups whose assignment is kept.
+    pub(super) fn keys(&self) -> Vec<GroupKey> {
+        self.lock().keys().cloned().collect()
+    }
+}
+
+impl Client {
+    /// Reads the member's assignment again and keeps it; forgets it when this client is not
+    /// (or no longer) a member.
+    pub(super) async fn sync_assignment(&self, key: &GroupKey) -> Result<(), IggyError> {
+        let (stream, topic, group) = key.clone();
+        let assignment = Client::sync_consumer_group(self, stream, topic, group)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)?;
+        let groups = &self.sdk_state().groups;
+        match assignment {
+            Some(assignment) => groups.set(key.clone(), assignment.partitions),
+            None => groups.forget(key),
+        }
+        Ok(())
+    }
+
+    /// See the module documentation. `consumer` is a group.
+    pub(super) async fn poll_group(
+        &self,
+        key: GroupKey,
+        consumer: Consumer,
+        strategy_for: &(dyn Fn(u32) -> SdkPollingStrategy + Send + Sync),
+        count: u32,
+        auto_commit: bool,
+    ) -> Result<PolledMessages, IggyError> {
+        let groups = &self.sdk_state().groups;
+        if !groups.knows(&key) {
+            self.sync_assignment(&key).await?;
+        }
+        for _ in 0..GROUP_POLL_ATTEMPTS {
+            let partition = match groups.turn(&key) {
+                Turn::Poll(partition) => partition,
+                Turn::Idle => {
+                    return Ok(PolledMessages {
+                        partition_id: NO_ASSIGNED_PARTITION,
+                        ..PolledMessages::empty()
+                    });
+                }
+                // Not a member: the caller must join again. The SDK has no client id to
+                // name either.
+                Turn::Unknown => {
+                    return Err(IggyError::ConsumerGroupMemberNotFound(
+                        0,
+                        sdk_identifier(&key.2),
+                        sdk_identifier(&key.1),
+                    ));
+                }
+            };
+            let request = PollRequest {
+                consumer: consumer.clone(),
+                stream: key.0.clone(),
+                topic: key.1.clone(),
+                partition_id: Some(partition),
+                strategy: route_strategy(&strategy_for(partition)),
+                count,
+                auto_commit,
+            };
+            match Client::poll_request(self, request).await {
+                Ok(reply)
+                    if reply.messages.is_empty()
+                        && reply.partition_id == RESYNC_REQUIRED_PARTITION_SENTINEL =>
+                {
+                    self.sync_assignment(&key).await?;
+                }
+                Ok(reply) => return Ok(sdk_polled(reply)),
+                Err(error) => {
+                    let error = error.into_iggy_error();
+                    if !matches!(error, IggyError::ConsumerGroupPartitionNotOwned(..)) {
+                        return Err(error);
+                    }
+                    self.sync_assignment(&key).await?;
+                }
+            }
+        }
+        Ok(PolledMessages::empty())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn key() -> GroupKey {
+        (
+            Identifier::Numeric(0),
+            Identifier::Numeric(0),
+            Identifier::try_from("billing").unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_members_partitions_are_polled_in_turn() {
+        let groups = Assignments::default();
+        assert!(matches!(groups.turn(&key()), Turn::Unknown));
+        groups.set(key(), vec![4, 1]);
+        let turns: Vec<u32> = (0..3)
+            .map(|_| match groups.turn(&key()) {
+                Turn::Poll(partition) => partition,
+                Turn::Idle | Turn::Unknown => u32::MAX,
+            })
+            .collect();
+        assert_eq!(turns, [4, 1, 4]);
+        groups.set(key(), Vec::new());
+        assert!(matches!(groups.turn(&key()), Turn::Idle));
+        groups.forget(&key());
+        assert!(groups.keys().is_empty());
+    }
+}

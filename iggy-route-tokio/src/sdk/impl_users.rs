@@ -1,0 +1,224 @@
+//! `UserClient` and `PersonalAccessTokenClient`, run-time logins included.
+//!
+//! iggy-route signs its links in itself, with the credentials the client was built with,
+//! and signs in again (after a logout, an eviction, a move to another node) with those
+//! same credentials: the router has no way to change them while the client runs. So a
+//! login with the client's own credentials succeeds and signs the session in again if
+//! `logout_user` signed it out, and a login with any other credentials is refused with
+//! `FeatureUnavailable`, nothing sent: build another client for another user.
+
+use async_trait::async_trait;
+use iggy_common::{
+    DiagnosticEvent, Identifier, IdentityInfo, IggyError, Permissions, PersonalAccessTokenClient,
+    PersonalAccessTokenExpiry, PersonalAccessTokenInfo, RawPersonalAccessToken, UserClient,
+    UserInfo, UserInfoDetails, UserStatus, UserUpdateOptions,
+};
+use iggy_route_core::wire::{Name, validate_password, validate_username};
+
+use super::IntoIggyError;
+use super::bodies;
+use super::convert_messages::route_identifier;
+use super::convert_users::{
+    route_permissions, route_token_expiry, route_user_status, sdk_tokens, sdk_user_details,
+    sdk_users,
+};
+use super::session::{Needs, Session};
+use crate::Client;
+
+/// The longest token the login's length byte can carry.
+const MAX_TOKEN_LENGTH: usize = 255;
+
+impl Client {
+    /// A login with the client's own credentials: reads who the session is (signing it in
+    /// again if `logout_user` signed it out) and answers the user's id.
+    async fn login_as_self(&self) -> Result<IdentityInfo, IggyError> {
+        let me = Client::get_me(self)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)?;
+        let state = self.sdk_state();
+        state.move_session(Session::SignedOut, Session::SignedIn);
+        state.publish(DiagnosticEvent::SignedIn);
+        Ok(IdentityInfo {
+            user_id: me.client.user_id,
+            access_token: None,
+        })
+    }
+}
+
+#[async_trait]
+impl UserClient for Client {
+    async fn get_user(&self, user_id: &Identifier) -> Result<Option<UserInfoDetails>, IggyError> {
+        self.admit(Needs::SignedIn)?;
+        let user = Client::get_user(self, route_identifier(user_id)?)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)?;
+        Ok(user.map(sdk_user_details))
+    }
+
+    async fn get_users(&self) -> Result<Vec<UserInfo>, IggyError> {
+        self.admit(Needs::SignedIn)?;
+        let users = Client::get_users(self)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)?;
+        Ok(sdk_users(users))
+    }
+
+    async fn create_user(
+        &self,
+        username: &str,
+        password: &str,
+        status: UserStatus,
+        permissions: Option<Permissions>,
+    ) -> Result<UserInfoDetails, IggyError> {
+        self.admit(Needs::SignedIn)?;
+        validate_username(username).map_err(|_| IggyError::InvalidUsername)?;
+        validate_password(password).map_err(|_| IggyError::InvalidPassword)?;
+        let permissions = permissions.as_ref().map(route_permissions).transpose()?;
+        let status = route_user_status(status);
+        let user = Client::create_user(self, username, password, status, permissions)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)?;
+        Ok(sdk_user_details(user))
+    }
+
+    async fn delete_user(&self, user_id: &Identifier) -> Result<(), IggyError> {
+        self.admit(Needs::SignedIn)?;
+        Client::delete_user(self, route_identifier(user_id)?)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)
+    }
+
+    /// The native `update_user`; with options set, the same command carrying the SDK's
+    /// options block (the 0.11.0 server refuses every user option key by name:
+    /// `UnsupportedOptionKey`).
+    async fn update_user(
+        &self,
+        user_id: &Identifier,
+        username: Option<&str>,
+        status: Option<UserStatus>,
+        options: &UserUpdateOptions,
+    ) -> Result<(), IggyError> {
+        self.admit(Needs::SignedIn)?;
+        let user = route_identifier(user_id)?;
+        let status = status.map(route_user_status);
+        if options.raw.is_empty() {
+            return Client::update_user(self, user, username, status)
+                .await
+                .map_err(IntoIggyError::into_iggy_error);
+        }
+        let block = options.to_wire()?.into_bytes();
+        let username = username
+            .map(Name::new)
+            .transpose()
+            .map_err(|_| IggyError::InvalidFormat)?;
+        let call = bodies::update_user(&user, username.as_ref(), status, &block);
+        self.run(call).await.map_err(IntoIggyError::into_iggy_error)
+    }
+
+    async fn update_permissions(
+        &self,
+        user_id: &Identifier,
+        permissions: Option<Permissions>,
+    ) -> Result<(), IggyError> {
+        self.admit(Needs::SignedIn)?;
+        let permissions = permissions.as_ref().map(route_permissions).transpose()?;
+        Client::update_permissions(self, route_identifier(user_id)?, permissions)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)
+    }
+
+    /// The native `change_password`. A client that changes its own user's password keeps
+    /// signing in with the password it was built with (see the module documentation).
+    async fn change_password(
+        &self,
+        user_id: &Identifier,
+        current_password: &str,
+        new_password: &str,
+    ) -> Result<(), IggyError> {
+        self.admit(Needs::SignedIn)?;
+        validate_password(current_password).map_err(|_| IggyError::InvalidPassword)?;
+        validate_password(new_password).map_err(|_| IggyError::InvalidPassword)?;
+        Client::change_password(
+            self,
+            route_identifier(user_id)?,
+            current_password,
+            new_password,
+        )
+        .await
+        .map_err(IntoIggyError::into_iggy_error)
+    }
+
+    /// With the client's own username and password: the session, signed in again if it
+    /// was signed out, and its user id. Other credentials: `FeatureUnavailable`.
+    async fn login_user(&self, username: &str, password: &str) -> Result<IdentityInfo, IggyError> {
+        validate_username(username).map_err(|_| IggyError::InvalidUsername)?;
+        validate_password(password).map_err(|_| IggyError::InvalidPassword)?;
+        self.admit(Needs::Connection)?;
+        if !self.sdk_state().is_own_user(username, password) {
+            return Err(IggyError::FeatureUnavailable);
+        }
+        self.login_as_self().await
+    }
+
+    /// The native `logout_user` (`LOGOUT_USER` on the node holding the session); until a
+    /// login, the trait's methods but `ping` and the logins fail with `Unauthenticated`.
+    async fn logout_user(&self) -> Result<(), IggyError> {
+        self.admit(Needs::SignedIn)?;
+        Client::logout_user(self)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)?;
+        let state = self.sdk_state();
+        if state.move_session(Session::SignedIn, Session::SignedOut) {
+            state.publish(DiagnosticEvent::SignedOut);
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl PersonalAccessTokenClient for Client {
+    async fn get_personal_access_tokens(&self) -> Result<Vec<PersonalAccessTokenInfo>, IggyError> {
+        self.admit(Needs::SignedIn)?;
+        let tokens = Client::get_personal_access_tokens(self)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)?;
+        Ok(sdk_tokens(tokens))
+    }
+
+    async fn create_personal_access_token(
+        &self,
+        name: &str,
+        expiry: PersonalAccessTokenExpiry,
+    ) -> Result<RawPersonalAccessToken, IggyError> {
+        self.admit(Needs::SignedIn)?;
+        let token = Client::create_personal_access_token(self, name, route_token_expiry(expiry))
+            .await
+            .map_err(IntoIggyError::into_iggy_error)?;
+        Ok(RawPersonalAccessToken {
+            token: token.expose().to_owned(),
+        })
+    }
+
+    async fn delete_personal_access_token(&self, name: &str) -> Result<(), IggyError> {
+        self.admit(Needs::SignedIn)?;
+        Client::delete_personal_access_token(self, name)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)
+    }
+
+    /// With the token the client was built with: as `login_user` with its own
+    /// credentials. Any other token: `FeatureUnavailable`.
+    async fn login_with_personal_access_token(
+        &self,
+        token: &str,
+    ) -> Result<IdentityInfo, IggyError> {
+        if token.is_empty() || token.len() > MAX_TOKEN_LENGTH {
+            return Err(IggyError::InvalidFormat);
+        }
+        self.admit(Needs::Connection)?;
+        if !self.sdk_state().is_own_token(token) {
+            return Err(IggyError::FeatureUnavailable);
+        }
+        self.login_as_self().await
+    }
+}

@@ -1,0 +1,135 @@
+//! The SDK 0.11.0's `iggy_common::Client` trait and its supertraits, implemented by
+//! [`Client`](crate::Client) (cargo feature `sdk`), so that a program written against
+//! them runs on iggy-route by changing only the line that builds its client. Each method
+//! does what the SDK's does, through the native method of the same name: the same
+//! routing (a send on its partition's primary, a metadata write on the metadata leader),
+//! the same checks, the SDK's types in and out, the SDK's errors.
+//!
+//! Call the methods through the trait (`&dyn iggy_common::Client`, `Arc<dyn Client>`, or
+//! `StreamClient::create_stream(&client, ..)`): on the concrete type, the native methods
+//! of the same names come first.
+//!
+//! # Methods
+//!
+//! "Native" is the native method of the same name. Where the SDK sends something no native
+//! method sends (an options block), the same command goes out as a core `Call::command`,
+//! routed as the native one is, its body laid out as the SDK lays it out and its options
+//! block written by the SDK's own encoder (`bodies`).
+//!
+//! | SDK method | what iggy-route does |
+//! |---|---|
+//! | `connect` | `Ok` when connected (a client connects when it is built). After `disconnect`, takes the SDK session up again (`Connected`, `SignedIn`), signed in with the client's credentials as the SDK's auto-login would. After a shutdown: `ClientShutdown`. |
+//! | `disconnect` | Puts the SDK session in the disconnected state (`Disconnected` event): until `connect`, the trait's methods fail with `Disconnected` (`NotConnected` for `ping`, `get_stats`, `get_cluster_metadata`, the logins), as the SDK's do. iggy-route's links stay open: they are the router's, shared with the native methods and every clone, and a consumer-group membership stays too; `shutdown` closes them. |
+//! | `shutdown` | Native `shutdown`: pending requests fail, links close, subscribers hear `Shutdown`; twice is fine. |
+//! | `subscribe_events` | A receiver of the events published from its subscription on (see [Events](#events)). |
+//! | `get_cluster_metadata` | Native, answered by the node holding the session. |
+//! | `get_stats`, `get_me`, `get_client`, `get_clients`, `ping` | Native (a node knows only its own connections and counts only its own clients). |
+//! | `describe_options` | **Refused: `FeatureUnavailable` (5)**, nothing sent: iggy-route cannot decode the option catalog. |
+//! | `heartbeat_interval` | `Config::heartbeat_interval`, after which an idle link pings. |
+//! | `refresh_consumer_group_assignments` | Reads again the assignment of every group polled without a partition. |
+//! | `snapshot` | `GET_SNAPSHOT_FILE` to the node holding the session; its reply is the snapshot. |
+//! | `get_user`, `get_users`, `create_user`, `delete_user`, `update_permissions`, `change_password` | Native, after the SDK's own checks (`InvalidUsername`, `InvalidPassword`). A client that changes its own user's password keeps signing in with the one it was built with: a link signing in again later is refused. |
+//! | `update_user` | Native; with `options.raw` set, `UPDATE_USER` carrying the SDK's options block (the 0.11.0 server refuses every user option: `UnsupportedOptionKey`). |
+//! | `login_user` | **Own credentials only.** With the username and password the client was built with: its `IdentityInfo` (the user id `get_me` reports), signing the session in again after `logout_user`. **Other credentials: `FeatureUnavailable` (5)**, nothing sent: the router signs every link in with the credentials it was built with and cannot change them while it runs; build a client per user. |
+//! | `logout_user` | Native `LOGOUT_USER` on the node holding the session (`SignedOut` event); until a login, the trait's methods but `ping` and the logins fail with `Unauthenticated`. The native methods and the router's own reads sign the session in again by themselves. |
+//! | `get_personal_access_tokens`, `create_personal_access_token`, `delete_personal_access_token` | Native. |
+//! | `login_with_personal_access_token` | **The client's own token only**, as `login_user`; **any other: `FeatureUnavailable` (5)**. |
+//! | `get_stream`, `get_streams`, `create_stream`, `delete_stream`, `purge_stream` | Native. |
+//! | `update_stream` | Native; with `options.raw` set, `UPDATE_STREAM` carrying the SDK's options block (refused by the 0.11.0 server: `UnsupportedOptionKey`). |
+//! | `get_topic`, `get_topics`, `delete_topic`, `purge_topic` | Native. |
+//! | `create_topic` | `CREATE_TOPIC` on the metadata leader, as the native `create_topic`, carrying the SDK's options block: every option set (`message_expiry`, `compression_algorithm`, `max_topic_size`, `segment_size`, the durabilities the SDK always sends, `raw`, ...) goes out as the SDK sends it; none is dropped. `partitions_count` unset is the SDK's default, 1. |
+//! | `update_topic` | Native for the typed settings (encoded as the SDK encodes them); with `raw` keys, `UPDATE_TOPIC` carrying the SDK's options block. |
+//! | `create_partitions`, `delete_partitions`, `delete_segments` | Native. |
+//! | `poll_messages`, `poll_messages_with_strategy_for` | Native `poll_request`, `auto_commit` included (an auto-commit poll goes to the partition's primary). A consumer-group poll without a partition reads the member's assignment (`SYNC_CONSUMER_GROUP`) and polls its partitions in turn, as the SDK does: not a member is `ConsumerGroupMemberNotFound`, a member without partitions an empty poll for `NO_ASSIGNED_PARTITION`, a re-sync answer reads the assignment again once. |
+//! | `send_messages` | Native `send`, on the partition's primary, the partition chosen by the SDK's rules. A message with id 0 gets a fresh UUID, written back into the caller's message as the SDK does. The answer holds the batch's confirmation (see [Differences](#differences)). |
+//! | `flush_unsaved_buffer` | Native, on the partition's primary (the 0.11.0 server answers `FeatureUnavailable`). |
+//! | `store_consumer_offset` | Native `store_offset` on the partition's primary. **Without a partition: `ResourceNotFound` (20)**, nothing sent, as the 0.11.0 server answers it. |
+//! | `get_consumer_offset`, `delete_consumer_offset` | Native. |
+//! | `get_consumer_group`, `get_consumer_groups`, `create_consumer_group`, `delete_consumer_group`, `join_consumer_group`, `leave_consumer_group` | Native (a membership lives on its own link to the metadata leader). |
+//!
+//! Before sending, every method checks the SDK session as the SDK does: `ClientShutdown`
+//! (63) after a shutdown, `Disconnected` (8) or `NotConnected` (61) after `disconnect`,
+//! `Unauthenticated` (40) after `logout_user`.
+//!
+//! # Errors
+//!
+//! iggy-route's errors become the SDK's by [`IntoIggyError`] (a trait: `ClientError` and
+//! `IggyError` are both foreign to this crate, so no `From` between them can be written
+//! here). A server's error keeps its code exactly as the SDK reads it.
+//!
+//! | iggy-route (`ClientError` / `RequestError` / `SubmitError`) | `IggyError` (code) | meaning |
+//! |---|---|---|
+//! | `Request(Server { code })`, `Request(SignIn { code })`, `Request(Evicted { code, .. })` | `IggyError::from_code(code)` (the server's code) | what the SDK reads from the same reply |
+//! | `Request(OutcomeUnknown)`, `Request(TimedOut)` | **`TransientNotCommitted` (57)** | **the request may or may not have been stored** (a link lost or a deadline passed with it in flight). Not a plain failure, whatever the error's text says: 57 is the protocol's code for a write whose commit is not confirmed, and what the SDK returns when its own replays of one run out. Send again only where a duplicate is acceptable. |
+//! | `Request(ConnectionLost)` | `Disconnected` (8) | a read lost with its link twice; nothing was stored |
+//! | `Request(TopicNotFound)` | `TopicIdNotFound` (2010) | no such stream or topic |
+//! | `Request(PartitionOutOfRange)` | `PartitionNotFound` (3007) | |
+//! | `Request(NoRoute)` | `TransientNotAccepted` (58) | no node admitted it; nothing stored, may be sent again |
+//! | `Request(Malformed)`, `UnexpectedReply` | `InvalidFormat` (4) | a reply that does not decode |
+//! | `QueueFull`, `Request(QueueFull)`, `Submit(QueueFull)` | `BackgroundSendBufferFull` (4053) | too many requests waiting; nothing sent |
+//! | `Closed`, `Request(Shutdown)`, `Request(Closed)`, `Submit(Closed)` | `ClientShutdown` (63) | |
+//! | `Submit(FrameTooLarge)` | `CommandLengthError` (4029) | nothing sent |
+//! | `Submit(EmptyBatch)` | `InvalidMessagesCount` (4009) | nothing sent |
+//! | `Submit(Invalid)`, `Invalid` | `InvalidFormat` (4) | nothing sent |
+//! | `Submit(SessionCommand)` | `InvalidCommand` (3) | as the SDK refuses a login sent raw |
+//! | `Config` | `InvalidConfiguration` (2) | |
+//! | `ConnectionString` | `InvalidConnectionString` (8000) | |
+//! | `Io` | `IoError` (13000) | |
+//! | `Tls(CaFile)` | `InvalidTlsCertificatePath` (65) | |
+//! | `Tls(InvalidServerName)` | `InvalidTlsDomain` (64) | |
+//! | `Tls(NameMismatch)`, `Tls(CertificateRejected)` | `InvalidTlsCertificate` (66) | |
+//! | `Tls(NotTls)`, `Tls(HandshakeTimedOut)`, `Tls(Other)`, `ConnectTimedOut` | `CannotEstablishConnection` (9) | |
+//! | anything else (`Withdrawn`, `GroupConsumerExists`, variants added later) | `Error` (1) | no SDK trait method meets them |
+//!
+//! # Events
+//!
+//! iggy-route's router reports its links' ups and downs; the receiver `subscribe_events`
+//! answers hears those of the session's link, and what the trait's own calls do:
+//!
+//! | `DiagnosticEvent` | when |
+//! |---|---|
+//! | `Connected`, then `SignedIn` | the session's link signed in: when the client connects, after the link was lost, after the session moved to another node or signed in again after a logout; and after a `connect` that follows `disconnect` |
+//! | `SignedIn` | also after each successful `login_user` / `login_with_personal_access_token` (after a logout it may come twice: the link's and the login's) |
+//! | `Disconnected` | the session's link went down (the router brings it back at once), or `disconnect` |
+//! | `SignedOut` | `logout_user` |
+//! | `Shutdown` | the client shut down, by the trait's `shutdown` or the native one |
+//!
+//! A receiver hears what happens after it subscribed (the SDK's also replays what its own
+//! channel still holds). It holds up to 1,000 events unread; past that the oldest go and
+//! its next `recv` reports how many it missed. The router never waits for it.
+//!
+//! # Differences
+//!
+//! - Streams, topics and users come with an empty `options` map: iggy-route checks the
+//!   options blocks of those replies but does not keep them.
+//! - A polled message's `header.checksum` is 0: iggy-route checks a polled batch's layout,
+//!   not its checksums (as the SDK), and does not keep them.
+//! - `send_messages` confirms with the stream's and topic's numeric ids. For a stream or
+//!   topic named by name they are read once (`GET_STREAM`, after the first send) and kept
+//!   until this client renames or deletes a stream or topic; a topic another client deletes
+//!   and creates again under the same name is confirmed with its old id meanwhile. When the
+//!   server reports no offset (a duplicate batch) or the ids cannot be read (a user who may
+//!   send to the stream but not read it is asked once), the list is empty, as the SDK's may
+//!   be; a send is never failed for it.
+
+mod bodies;
+mod convert_admin;
+mod convert_messages;
+mod convert_users;
+mod errors;
+mod groups;
+mod impl_groups;
+mod impl_messages;
+mod impl_streams;
+mod impl_system;
+mod impl_users;
+mod session;
+
+pub use errors::IntoIggyError;
+pub(crate) use session::{Diagnostics, SdkState};
+
+/// The SDK trait object: what a program written against the SDK holds.
+const _: () = {
+    const fn sdk_client<T: iggy_common::Client + 'static>() {}
+    sdk_client::<crate::Client>();
+};
