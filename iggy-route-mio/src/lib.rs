@@ -20,7 +20,7 @@
 //! use iggy_route_mio::{Client, Message, Partitioning};
 //!
 //! let client = Client::from_connection_string("iggy://iggy:iggy@127.0.0.1:8090")?;
-//! let message = Message { payload: "hello".into(), ..Message::default() };
+//! let message = Message::new("hello");
 //! let receipt = client.send("orders", "events", Partitioning::partition_id(0), vec![message])?;
 //! println!("stored at offset {:?} on {}", receipt.base_offset, receipt.node);
 //! client.shutdown();
@@ -38,8 +38,11 @@
 //! and as soon as a handshake shows a certificate that is not accepted or, on every seed,
 //! a node that does not speak TLS. See [`TlsError`] for each case.
 //!
-//! Streams and topics are named by number (`1u32`), by name (`"orders"`) or by
-//! [`Identifier`].
+//! Streams and topics are named by number (`1u32`), by name (`"orders"`, always a name, even
+//! `"7"`) or by [`Identifier`] ([`Identifier::parse`] reads digits as an id, as the SDK
+//! does). A message may carry typed [`UserHeaders`] ([`Message::with_headers`]); a received
+//! one reads them back with `headers()`, byte for byte as the SDK 0.11.0 writes and reads
+//! them.
 //!
 //! # Backpressure
 //! The router holds at most `Config::max_pending_requests` requests (and
@@ -69,7 +72,7 @@
 //! let client = Client::from_connection_string("iggy://iggy:iggy@127.0.0.1:8090")?;
 //! let producer = client.producer("orders", "events")?.background(BackgroundConfig::default()).build()?;
 //! for n in 0..1000 {
-//!     producer.send_one(Message { payload: format!("order {n}").into(), ..Message::default() })?;
+//!     producer.send_one(Message::new(format!("order {n}")))?;
 //! }
 //! producer.shutdown()?; // flushes: every message acknowledged, or the failures reported
 //! # Ok(())
@@ -99,8 +102,8 @@ pub use iggy_route_core::client::ClientError;
 pub use iggy_route_core::client::consumer::{AutoCommit, ConsumerStats, ReceivedMessage};
 pub use iggy_route_core::partitioning::Partitioning;
 pub use iggy_route_core::wire::{
-    Consumer, ConsumerKind, Identifier, Message, PollMessagesReply, PolledMessage, PollingStrategy,
-    StreamDetails, TopicDetails,
+    Consumer, ConsumerKind, HeaderError, HeaderKey, HeaderKind, HeaderValue, Identifier, Message,
+    PollMessagesReply, PolledMessage, PollingStrategy, StreamDetails, TopicDetails, UserHeaders,
 };
 pub use iggy_route_core::{
     Config, Credentials, DeliveryGuarantee, PollRequest, Reply, Request, RequestError, SendReceipt,

@@ -7,23 +7,71 @@ use super::batch::BatchHeader;
 #[cfg(feature = "server")]
 use super::batch::read_batch;
 use super::batch::{BATCH_HEADER_SIZE, MESSAGE_HEADER_SIZE, encode_batch};
-use super::{Identifier, Reader, WireError, len_u32};
+use super::{HeaderError, Identifier, Reader, UserHeaders, WireError, len_u32};
 use crate::partitioning::Partitioning;
 
 /// One message to send.
+///
+/// ```
+/// use iggy_route_core::wire::{HeaderKey, HeaderValue, Message, UserHeaders};
+///
+/// let plain = Message::new("hello");
+/// let headers = UserHeaders::from([(HeaderKey::try_from("tenant")?, HeaderValue::from(7u32))]);
+/// let keyed = Message::with_id(42, "hello").with_headers(&headers);
+/// assert_eq!(keyed.headers()?, headers);
+/// # Ok::<(), iggy_route_core::wire::HeaderError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Message {
-    /// Message id (the SDK replaces 0 with a random UUIDv4 before encoding).
+    /// Message id; 0 is replaced with a random id when the message is sent, as the SDK
+    /// does.
     pub id: u128,
-    /// Producer-side timestamp, µs.
+    /// Producer-side timestamp, µs; the clients' send calls and producers fill in 0 with
+    /// the time of the send.
     pub origin_timestamp: u64,
     /// Payload.
     pub payload: Bytes,
-    /// Raw user-header TLV block; may be empty.
+    /// The user headers as the wire carries them (the block [`UserHeaders::encode`]
+    /// writes); may be empty. [`Message::with_headers`] and [`Message::headers`] are the
+    /// typed way in and out.
     pub user_headers: Bytes,
 }
 
 impl Message {
+    /// A message with this payload and no headers; its id and timestamp are given when it
+    /// is sent.
+    pub fn new(payload: impl Into<Bytes>) -> Self {
+        Self {
+            payload: payload.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A message with this id and payload (a nonzero id is the caller's, for the server's
+    /// deduplication or the reader's own use).
+    pub fn with_id(id: u128, payload: impl Into<Bytes>) -> Self {
+        Self {
+            id,
+            ..Self::new(payload)
+        }
+    }
+
+    /// The message with these user headers, replacing any it had. A send refuses a
+    /// message whose headers take more than 100,000 bytes ([`UserHeaders::encoded_len`]).
+    #[must_use]
+    pub fn with_headers(self, headers: &UserHeaders) -> Self {
+        Self {
+            user_headers: headers.encode(),
+            ..self
+        }
+    }
+
+    /// The user headers, decoded from [`Message::user_headers`]; none for an empty block.
+    /// A block that is not a whole sequence of valid entries is a [`HeaderError`].
+    pub fn headers(&self) -> Result<UserHeaders, HeaderError> {
+        UserHeaders::decode(&self.user_headers)
+    }
+
     /// Size of this message's frame in a batch.
     pub fn frame_len(&self) -> usize {
         MESSAGE_HEADER_SIZE + self.payload.len() + self.user_headers.len()
@@ -307,6 +355,39 @@ mod tests {
         ));
         out[0] = 200;
         assert!(SendMessagesRequest::decode(&out).is_err());
+    }
+
+    #[test]
+    fn constructors_fill_what_they_name_and_headers_go_in_and_out_typed() {
+        let message = Message::new("hi");
+        assert_eq!(
+            message,
+            Message {
+                payload: Bytes::from_static(b"hi"),
+                ..Message::default()
+            }
+        );
+        assert_eq!(Message::with_id(9, vec![1u8]).id, 9);
+        assert_eq!(message.headers(), Ok(UserHeaders::new()));
+        let headers = UserHeaders::from([(
+            crate::wire::HeaderKey::from(1u8),
+            crate::wire::HeaderValue::from(true),
+        )]);
+        let message = message.with_headers(&headers);
+        assert_eq!(message.user_headers, headers.encode());
+        assert_eq!(message.headers(), Ok(headers));
+        assert_eq!(
+            message.with_headers(&UserHeaders::new()).user_headers,
+            Bytes::new()
+        );
+        let malformed = Message {
+            user_headers: Bytes::from_static(&[2, 1, 0, 0, 0]),
+            ..Message::default()
+        };
+        assert!(matches!(
+            malformed.headers(),
+            Err(HeaderError::Malformed(_))
+        ));
     }
 
     #[test]

@@ -7,13 +7,13 @@
 //! router and the test cluster need.
 //!
 //! A user sees only the protocol's data types here: what a request names (`Identifier`,
-//! `Consumer`, `PollingStrategy`, `Message`), what a reply carries (`PolledMessage`,
-//! `TopicDetails`, `ServerStats`, ...) and the server's `ErrorCode`. The codec itself
-//! (headers, frames, request bodies, reply splitting) is the crate's own; it is public
-//! only with the `server` feature, which also builds its server half (request decoders,
-//! reply encoders, `ReplyHeader::for_request`, `decode_one`, `Frame::encode`,
-//! `encode_request`, `put_result_ok`): a client has no use for either, and the loopback
-//! test cluster, the crate's own tests and the fuzz targets turn it on.
+//! `Consumer`, `PollingStrategy`, `Message` and its typed `UserHeaders`), what a reply
+//! carries (`PolledMessage`, `TopicDetails`, `ServerStats`, ...) and the server's
+//! `ErrorCode`. The codec itself (headers, frames, request bodies, reply splitting) is the
+//! crate's own; it is public only with the `server` feature, which also builds its server
+//! half (request decoders, reply encoders, `ReplyHeader::for_request`, `decode_one`,
+//! `Frame::encode`, `encode_request`, `put_result_ok`): a client has no use for either, and
+//! the loopback test cluster, the crate's own tests and the fuzz targets turn it on.
 //!
 //! All decoders are total: they return a typed [`WireError`] for any input and never
 //! panic, and they never allocate from a count read off the wire beyond what the
@@ -32,6 +32,7 @@ mod error_code;
 mod eviction;
 mod frame;
 mod header;
+mod headers;
 mod login;
 mod messages;
 mod offsets;
@@ -79,6 +80,7 @@ pub use consumer_groups::{
 };
 pub use details::{PartitionInfo, StreamDetails, TopicDetails, TopicSummary};
 pub use error_code::{ErrorCode, EvictionReason};
+pub use headers::{HeaderError, HeaderKey, HeaderKind, HeaderValue};
 pub use login::Password;
 pub use messages::Message;
 pub use offsets::ConsumerOffsetInfo;
@@ -91,7 +93,7 @@ pub use streams_admin::StreamSummary;
 pub use system::{CacheMetric, ClientDetails, ClientInfo, ConsumerGroupMembership, ServerStats};
 pub use tokens::{PersonalAccessTokenInfo, RawPersonalAccessToken, TokenExpiry};
 pub use user_details::{UserDetails, UserInfo};
-pub use user_headers::validate_user_headers;
+pub use user_headers::{UserHeaders, validate_user_headers};
 pub use users::{MAX_USERNAME_LENGTH, MIN_USERNAME_LENGTH, UserStatus, validate_username};
 
 // The codec.

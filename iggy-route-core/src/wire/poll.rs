@@ -8,7 +8,7 @@ use super::batch::read_batch;
 use super::batch::{BatchHeader, FrameSpec, put_batch};
 #[cfg(feature = "server")]
 use super::len_u32;
-use super::{Consumer, Identifier, PollingStrategy, Reader, WireError};
+use super::{Consumer, HeaderError, Identifier, PollingStrategy, Reader, UserHeaders, WireError};
 
 /// `[flag:u8][partition_id:u32]`: 5 bytes either way, value 0 when `None`.
 pub(crate) fn put_optional_partition(partition_id: Option<u32>, out: &mut BytesMut) {
@@ -99,8 +99,18 @@ pub struct PolledMessage {
     pub origin_timestamp: u64,
     /// Payload.
     pub payload: Bytes,
-    /// Raw user-header TLV block.
+    /// The user headers as the wire carries them; [`PolledMessage::headers`] reads them
+    /// typed.
     pub user_headers: Bytes,
+}
+
+impl PolledMessage {
+    /// The user headers, decoded as the SDK 0.11.0 decodes them; none for an empty block.
+    /// A block that is not a whole sequence of valid entries is a [`HeaderError`], never
+    /// a panic: what a producer wrote is checked only for its layout on the way in.
+    pub fn headers(&self) -> Result<UserHeaders, HeaderError> {
+        UserHeaders::decode(&self.user_headers)
+    }
 }
 
 /// The poll reply body: `[partition_id:u32][current_offset:u64][count:u32]` then
@@ -270,6 +280,20 @@ mod tests {
         reply.encode(&mut out);
         assert_eq!(out.len(), 16 + 2 * 256 + 3 * 48 + 2);
         assert_eq!(PollMessagesReply::decode(&out).unwrap(), reply);
+    }
+
+    #[test]
+    fn a_polled_message_reads_its_headers_typed() {
+        let headers = UserHeaders::from([(
+            crate::wire::HeaderKey::try_from("k").unwrap(),
+            crate::wire::HeaderValue::from(-1i32),
+        )]);
+        let mut message = polled(0, 1, 1, b"p");
+        assert_eq!(message.headers(), Ok(UserHeaders::new()));
+        message.user_headers = headers.encode();
+        assert_eq!(message.headers(), Ok(headers));
+        message.user_headers = Bytes::from_static(&[2, 1, 0, 0, 0, b'k']);
+        assert!(matches!(message.headers(), Err(HeaderError::Malformed(_))));
     }
 
     #[test]

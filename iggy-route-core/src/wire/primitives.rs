@@ -69,6 +69,12 @@ impl TryFrom<&str> for Name {
 }
 
 /// A stream, topic or consumer identifier: `[kind:u8][len:u8][value]`.
+///
+/// From a number (`7u32.into()`) it is that id; from a `&str` (`TryFrom<&str>`, what a
+/// `&str` argument of the clients means) it is always a name, digits included: `"7"` is
+/// the stream named "7". The SDK 0.11.0 reads a string of digits as a numeric id instead;
+/// [`Identifier::parse`] follows the SDK's rule, for ids that come as text (a command line,
+/// a configuration file).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Identifier {
     /// Kind 1: a numeric id (len 4, u32 LE).
@@ -78,6 +84,18 @@ pub enum Identifier {
 }
 
 impl Identifier {
+    /// `s` read as the SDK 0.11.0's `Identifier::from_str` reads it: a numeric id when `s`
+    /// is a `u32` in decimal, as `u32::from_str` accepts it (digits with an optional
+    /// leading `+`, leading zeros allowed, at most 4294967295), else a name of 1..=255
+    /// bytes. `"7"`, `"+7"` and `"007"` are id 7; `"-1"`, `"7a"` and `"4294967296"` are
+    /// names. Unlike `TryFrom<&str>`, which never reads digits as an id.
+    pub fn parse(s: &str) -> Result<Identifier, WireError> {
+        match s.parse::<u32>() {
+            Ok(id) => Ok(Identifier::Numeric(id)),
+            Err(_) => Name::new(s).map(Identifier::Named),
+        }
+    }
+
     /// Append the wire form.
     pub fn encode(&self, out: &mut BytesMut) {
         match self {
@@ -135,7 +153,8 @@ impl From<Name> for Identifier {
     }
 }
 
-/// Always a named identifier (no parsing of digits), validated as a [`Name`].
+/// Always a named identifier (no parsing of digits: `"7"` is the name "7"), validated as a
+/// [`Name`]; [`Identifier::parse`] reads digits as an id, as the SDK does.
 impl TryFrom<&str> for Identifier {
     type Error = WireError;
     fn try_from(value: &str) -> Result<Self, WireError> {
@@ -342,6 +361,32 @@ mod tests {
         assert!(Identifier::decode(&mut Reader::new(&[1, 3, 0, 0, 0])).is_err());
         assert!(Identifier::decode(&mut Reader::new(&[2, 0])).is_err());
         assert!(Identifier::decode(&mut Reader::new(&[2, 1, 0xff])).is_err());
+    }
+
+    #[test]
+    fn parse_reads_a_decimal_u32_as_an_id_and_anything_else_as_a_name() {
+        for (text, id) in [
+            ("7", 7),
+            ("+7", 7),
+            ("007", 7),
+            ("0", 0),
+            ("4294967295", u32::MAX),
+        ] {
+            assert_eq!(Identifier::parse(text).unwrap(), Identifier::Numeric(id));
+        }
+        for text in ["-1", "7a", " 7", "4294967296", "orders"] {
+            assert_eq!(
+                Identifier::parse(text).unwrap(),
+                Identifier::Named(Name::new(text).unwrap())
+            );
+        }
+        assert!(Identifier::parse("").is_err());
+        assert!(Identifier::parse(&"x".repeat(256)).is_err());
+        assert_eq!(
+            Identifier::try_from("7").unwrap(),
+            Identifier::Named(Name::new("7").unwrap()),
+            "a &str stays a name"
+        );
     }
 
     #[test]

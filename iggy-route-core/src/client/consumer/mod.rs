@@ -33,7 +33,7 @@
 use std::time::{Duration, Instant};
 
 use crate::request::Request;
-use crate::wire::{Identifier, PolledMessage, PollingStrategy};
+use crate::wire::{HeaderError, Identifier, PolledMessage, PollingStrategy, UserHeaders};
 
 mod builder;
 mod claims;
@@ -115,13 +115,30 @@ impl ConsumerConfig {
     }
 }
 
-/// A message handed out, with the partition it came from.
+/// A message handed out, with the partition it came from and how far that partition had
+/// gone (the SDK 0.11.0's `ReceivedMessage`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceivedMessage {
     /// The partition.
     pub partition_id: u32,
-    /// The message.
+    /// The offset of the partition's newest message when the poll that brought this one
+    /// was answered, as the node that answered saw it: `current_offset - offset()` is how
+    /// far the consumer was behind. The same for every message of one poll.
+    pub current_offset: u64,
+    /// The message; its own offset is `message.offset`.
     pub message: PolledMessage,
+}
+
+impl ReceivedMessage {
+    /// The message's offset in its partition: what a commit of it stores.
+    pub fn offset(&self) -> u64 {
+        self.message.offset
+    }
+
+    /// The message's user headers, typed (see [`PolledMessage::headers`]).
+    pub fn headers(&self) -> Result<UserHeaders, HeaderError> {
+        self.message.headers()
+    }
 }
 
 /// Counters of one consumer.
@@ -153,4 +170,52 @@ pub enum Step {
     Submit(Request),
     /// Nothing to ask before this instant (every partition is idle or backing off).
     Wait(Instant),
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::request::Reply;
+    use crate::wire::{HeaderKey, HeaderValue, PollMessagesReply};
+
+    #[test]
+    // Any instant will do as the test's start: the state only compares the ones it is given.
+    #[allow(clippy::disallowed_methods)]
+    fn a_received_message_carries_its_partition_offset_and_the_partitions_current_offset() {
+        let mut config = ConsumerConfig::new(
+            Identifier::Numeric(1),
+            Identifier::Numeric(1),
+            ConsumerIdentity::Consumer(Identifier::Numeric(0)),
+        );
+        config.partition = Some(2);
+        config.auto_commit = AutoCommit::Never;
+        let mut state = ConsumerState::new(config);
+        let now = Instant::now();
+        assert!(matches!(
+            state.next_step(now),
+            Step::Submit(Request::Poll(_))
+        ));
+        let headers =
+            UserHeaders::from([(HeaderKey::try_from("k").unwrap(), HeaderValue::from(5u64))]);
+        let message = |offset| PolledMessage {
+            offset,
+            user_headers: headers.encode(),
+            ..PolledMessage::default()
+        };
+        let reply = PollMessagesReply {
+            partition_id: 2,
+            current_offset: 9,
+            messages: vec![message(3), message(4)],
+        };
+        state.answer(now, Ok(Reply::Polled(reply))).unwrap();
+        let first = state.next_message(now).unwrap();
+        assert_eq!(
+            (first.partition_id, first.offset(), first.current_offset),
+            (2, 3, 9)
+        );
+        assert_eq!(first.headers(), Ok(headers));
+        let second = state.next_message(now).unwrap();
+        assert_eq!((second.offset(), second.current_offset), (4, 9));
+    }
 }

@@ -314,6 +314,7 @@ impl ConsumerState {
             self.handouts += 1;
         }
         let answered_at = self.handouts;
+        let current_offset = polled.current_offset;
         let before = self.ready.len();
         self.ready.extend(
             polled
@@ -323,6 +324,7 @@ impl ConsumerState {
                 .map(|message| {
                     let message = ReceivedMessage {
                         partition_id: partition,
+                        current_offset,
                         message,
                     };
                     (answered_at, message)
