@@ -18,7 +18,7 @@
 //! use iggy_route_tokio::{Client, Message, Partitioning};
 //!
 //! let client = Client::from_connection_string("iggy://iggy:iggy@127.0.0.1:8090").await?;
-//! let message = Message { payload: "hello".into(), ..Message::default() };
+//! let message = Message::new("hello");
 //! let receipt = client
 //!     .send("orders", "events", Partitioning::partition_id(0), vec![message])
 //!     .await?;
@@ -28,8 +28,11 @@
 //! # }
 //! ```
 //!
-//! Streams and topics are named by number (`1u32`), by name (`"orders"`) or by
-//! [`Identifier`].
+//! Streams and topics are named by number (`1u32`), by name (`"orders"`, always a name, even
+//! `"7"`) or by [`Identifier`] ([`Identifier::parse`] reads digits as an id, as the SDK
+//! does). A message may carry typed [`UserHeaders`] ([`Message::with_headers`]); a received
+//! one reads them back with `headers()`, byte for byte as the SDK 0.11.0 writes and reads
+//! them.
 //!
 //! # Backpressure
 //! The router holds at most `Config::max_pending_requests` requests (and
@@ -125,8 +128,8 @@ pub use iggy_route_core::client::ClientError;
 pub use iggy_route_core::client::consumer::{AutoCommit, ConsumerStats, ReceivedMessage};
 pub use iggy_route_core::partitioning::Partitioning;
 pub use iggy_route_core::wire::{
-    Consumer, ConsumerKind, Identifier, Message, PollMessagesReply, PolledMessage, PollingStrategy,
-    StreamDetails, TopicDetails,
+    Consumer, ConsumerKind, HeaderError, HeaderKey, HeaderKind, HeaderValue, Identifier, Message,
+    PollMessagesReply, PolledMessage, PollingStrategy, StreamDetails, TopicDetails, UserHeaders,
 };
 pub use iggy_route_core::{
     Config, Credentials, DeliveryGuarantee, PollRequest, Reply, Request, RequestError, SendReceipt,
