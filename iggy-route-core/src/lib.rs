@@ -135,7 +135,7 @@ pub use config::{
 pub use event::{Event, LinkRole, ProtocolViolation, Stats};
 pub use ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
 pub use request::{
-    AdminRequest, CommandRequest, Outcome, Plane, PollRequest, Reply, ReplyPayload, Request,
-    RequestError, SendReceipt, SendRequest, StoreOffsetRequest, SubmitError,
+    AdminRequest, CommandRequest, ORIGIN_TIMESTAMP_SPAN, Outcome, Plane, PollRequest, Reply,
+    ReplyPayload, Request, RequestError, SendReceipt, SendRequest, StoreOffsetRequest, SubmitError,
 };
 pub use router::{CloseReason, ConnectError, Output, Router, TimerKind};

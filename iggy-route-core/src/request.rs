@@ -41,6 +41,9 @@ const SESSION_COMMANDS: [u32; 4] = [
 const MAX_PAYLOAD: usize = 64_000_000;
 /// Largest user-header block of one message.
 const MAX_USER_HEADERS: usize = 100_000;
+/// The field a batch whose origin timestamps span more than a frame's 32-bit delta can
+/// carry is refused for (`WireError::InvalidValue`, the span in µs as its value).
+pub const ORIGIN_TIMESTAMP_SPAN: &str = "origin timestamp span";
 
 impl Request {
     /// Checks a request before it is accepted: what the wire cannot carry, or the server
@@ -78,6 +81,17 @@ impl Request {
                             .map_err(SubmitError::Invalid)?;
                     }
                     frames = frames.saturating_add(message.frame_len());
+                }
+                // A frame carries its origin timestamp as a 32-bit delta from the batch's
+                // smallest: a wider span (about 72 minutes) cannot be sent as it is, and
+                // the SDK refuses it too rather than store other times than those given.
+                let stamps = send.messages.iter().map(|m| m.origin_timestamp);
+                let span = stamps.clone().max().unwrap_or(0) - stamps.min().unwrap_or(0);
+                if span > u64::from(u32::MAX) {
+                    return Err(SubmitError::Invalid(WireError::InvalidValue {
+                        field: ORIGIN_TIMESTAMP_SPAN,
+                        value: span,
+                    }));
                 }
                 // Metadata section (at most 4 + 2 * 257 + 6 + 4) and the batch header.
                 4 + send.stream.encoded_len()

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, Decision, RouteAnswer, Routing, Target, TopicAnswer};
-use iggy_route_core::wire::Identifier;
+use iggy_route_core::wire::{Identifier, Message, WireError};
 use iggy_route_core::{NodeId, Request, RequestError, RequestId, SendRequest, SubmitError};
 use support::*;
 
@@ -275,6 +275,40 @@ fn empty_batch_is_refused_at_submit() {
         router.submit(t0, request).unwrap_err(),
         SubmitError::EmptyBatch
     );
+}
+
+/// A frame holds its origin timestamp as a 32-bit delta from the batch's smallest: a batch
+/// spanning more (replayed old messages beside new ones) was once sent with the deltas
+/// clamped, and acknowledged, so other times than those given were stored.
+#[test]
+fn a_batch_whose_origin_timestamps_span_more_than_a_delta_holds_is_refused() {
+    let t0 = origin();
+    let mut router = iggy_route_core::Router::new(config(), 1, t0);
+    let batch = |stamps: &[u64]| {
+        Request::Send(SendRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::Balanced,
+            messages: stamps
+                .iter()
+                .map(|&origin_timestamp| Message {
+                    origin_timestamp,
+                    ..Message::new("m")
+                })
+                .collect(),
+        })
+    };
+    let widest = u64::from(u32::MAX);
+    for stamps in [[1, widest + 2], [5, u64::MAX]] {
+        assert_eq!(
+            router.submit(t0, batch(&stamps)).unwrap_err(),
+            SubmitError::Invalid(WireError::InvalidValue {
+                field: iggy_route_core::ORIGIN_TIMESTAMP_SPAN,
+                value: stamps[1] - stamps[0],
+            })
+        );
+    }
+    assert!(router.submit(t0, batch(&[1, widest + 1])).is_ok());
 }
 
 // --- refusal ----------------------------------------------------------------------------

@@ -98,6 +98,10 @@ impl IntoIggyError for SubmitError {
                 "a request of {size} bytes exceeds the {max}-byte frame limit"
             )),
             SubmitError::EmptyBatch => IggyError::InvalidMessagesCount,
+            SubmitError::Invalid(iggy_route_core::wire::WireError::InvalidValue {
+                field: iggy_route_core::ORIGIN_TIMESTAMP_SPAN,
+                value,
+            }) => IggyError::InvalidMessageTimestampDelta(value),
             SubmitError::Invalid(_) => IggyError::InvalidFormat,
             // The SDK refuses a login code sent as a raw command the same way.
             SubmitError::SessionCommand { .. } => IggyError::InvalidCommand,
