@@ -327,6 +327,91 @@ fn a_fenced_commit_syncs_again_and_is_no_error() {
     assert_eq!(step(&mut state, now), Asks::Sync);
 }
 
+/// The next step past a sync due (answered with the same view of partitions 0 and 1) and
+/// the read of the stored offset before a commit.
+fn settled(state: &mut ConsumerState, now: Instant) -> Asks {
+    loop {
+        match step(state, now) {
+            Asks::Sync => state.answer(now, assignment(1, &[0, 1])).unwrap(),
+            Asks::StoredOffset => state.answer(now, stored(None)).unwrap(),
+            other @ (Asks::Join
+            | Asks::Poll(..)
+            | Asks::Commit(..)
+            | Asks::Listing
+            | Asks::ResolveStream
+            | Asks::Wait) => return other,
+        }
+    }
+}
+
+/// A partition whose primary cannot store its offset once held up every other: with
+/// `AfterPoll` the commit comes before the partition's next poll, and after a failure the
+/// next step was the same write, again and again (seen on the real cluster while a node was
+/// down, every request timeout another `TimedOut` for one partition's offset while the
+/// others took sends). The failing partition now waits, longer after each failure, while
+/// the others are committed and read; its offset is stored once it is due again.
+#[test]
+fn a_partition_whose_offset_cannot_be_stored_does_not_hold_up_the_others() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0, 1]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    handed(&mut state, now, messages(0, 0..10), Some((1, &[0, 1])));
+    assert_eq!(step(&mut state, now), Asks::Poll(1, PollingStrategy::Next));
+    handed(&mut state, now, messages(1, 0..10), Some((1, &[0, 1])));
+    assert_eq!(settled(&mut state, now), Asks::Commit(0, 9));
+    let timed_out = Err(ClientError::Request(RequestError::TimedOut {
+        after: Duration::from_secs(3),
+    }));
+    assert!(state.answer(now, timed_out.clone()).is_err());
+    // After the error's pause the other partition goes on.
+    let later = now + POLL_INTERVAL;
+    assert_eq!(settled(&mut state, later), Asks::Commit(1, 9));
+    state.answer(later, done()).unwrap();
+    assert_eq!(
+        settled(&mut state, later),
+        Asks::Poll(1, PollingStrategy::Offset(10))
+    );
+    handed(&mut state, later, messages(1, 10..20), Some((1, &[0, 1])));
+    // Partition 0's offset is stored when it is due again; failing again, it waits twice
+    // as long, and partition 1 is read on meanwhile.
+    let due = now + 3 * POLL_INTERVAL;
+    let mut retried = false;
+    for _ in 0..6 {
+        match settled(&mut state, due) {
+            Asks::Commit(0, 9) => {
+                retried = true;
+                break;
+            }
+            Asks::Commit(1, _) => state.answer(due, done()).unwrap(),
+            Asks::Poll(1, _) => {
+                handed(&mut state, due, messages(1, 20..20), None);
+            }
+            other @ (Asks::Join
+            | Asks::Sync
+            | Asks::Poll(..)
+            | Asks::Commit(..)
+            | Asks::StoredOffset
+            | Asks::Listing
+            | Asks::ResolveStream
+            | Asks::Wait) => panic!("partition 0 due, and asked {other:?}"),
+        }
+    }
+    assert!(
+        retried,
+        "partition 0's offset is stored again once it is due"
+    );
+    assert!(state.answer(due, timed_out).is_err());
+    let after = due + POLL_INTERVAL;
+    assert!(
+        matches!(
+            settled(&mut state, after),
+            Asks::Poll(1, _) | Asks::Commit(1, _)
+        ),
+        "partition 1 goes on"
+    );
+    assert_eq!(state.stats().commit_failures, 2);
+}
+
 #[test]
 fn a_fenced_poll_syncs_and_the_partition_waits_a_poll_interval() {
     let now = Instant::now();

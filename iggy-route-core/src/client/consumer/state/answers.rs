@@ -229,6 +229,7 @@ impl ConsumerState {
                 if let Some(position) = self.positions.get_mut(&partition) {
                     position.committed = position.committed.max(Some(offset));
                     position.stored_read_at = None;
+                    position.commit_failures = 0;
                 }
                 Ok(())
             }
@@ -243,6 +244,22 @@ impl ConsumerState {
             }
             Err(error) => {
                 self.stats.commit_failures += 1;
+                if !self.commit_requested
+                    && let Some(position) = self.positions.get_mut(&partition)
+                {
+                    // An automatic commit comes before the partition's next poll, and the
+                    // next step would be the same write: the partition waits instead
+                    // (doubling, up to 64 poll intervals) while the others are read, and
+                    // its offset is stored when it is due again. Nothing more of it is
+                    // handed out meanwhile.
+                    let streak = position.commit_failures.min(6);
+                    position.commit_failures = position.commit_failures.saturating_add(1);
+                    let wait = self
+                        .config
+                        .poll_interval
+                        .saturating_mul(2u32.pow(streak + 1));
+                    position.idle_until = Some(now + wait);
+                }
                 Err(error)
             }
         }

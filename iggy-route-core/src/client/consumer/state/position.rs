@@ -30,6 +30,9 @@ pub(super) struct Position {
     /// When a read showed nobody else stored past this member's offset (a commit of the
     /// partition goes out only right after one).
     pub(super) stored_read_at: Option<Instant>,
+    /// Automatic commits of it that failed in a row: it idles for longer after each, so that
+    /// a partition whose primary cannot store its offset does not hold up the others.
+    pub(super) commit_failures: u32,
 }
 
 impl Position {
