@@ -3,6 +3,7 @@
 # tests/real-cluster/build.sh). Run from the project root:
 #   cluster.sh start N     start node N (0..2), wait for its client port
 #   cluster.sh kill N      SIGKILL node N          cluster.sh stop N   SIGTERM, then SIGKILL
+#   cluster.sh pause N     SIGSTOP node N          cluster.sh resume N SIGCONT node N
 #   cluster.sh stopall     stop every node started here
 #   cluster.sh status      which nodes are up       cluster.sh seeds   the client addresses
 #   cluster.sh refusals    per node, how many sends it refused as a backup (from its log)
@@ -80,24 +81,48 @@ signal() {
   local sig=$1 n=$2 pid
   pid=$(cat "$PIDS/node$n.pid" 2>/dev/null) || { echo "node$n not started here"; return 0; }
   kill -"$sig" "$pid" 2>/dev/null || true
+  # A paused node acts on SIGTERM only once it runs again (SIGKILL needs no help).
+  kill -CONT "$pid" 2>/dev/null || true
   for _ in $(seq 1 400); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
   rm -f "$PIDS/node$n.pid"
   echo "node$n stopped ($sig)"
 }
 
+# SIGSTOP or SIGCONT to a running node: it keeps its sockets and its state, and a paused
+# node accepts connections it does not answer, as a node stuck in a long pause would.
+freeze() {
+  local sig=$1 n=$2 done=$3 pid
+  pid=$(cat "$PIDS/node$n.pid" 2>/dev/null) || { echo "node$n not started here"; return 1; }
+  kill -0 "$pid" 2>/dev/null || { echo "node$n not running"; return 1; }
+  kill -"$sig" "$pid" || return 1
+  echo "node$n $done ($sig)"
+}
+
+# Whether process $1 is stopped (state T in /proc).
+paused() {
+  local pid=$1
+  [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = T ]
+}
+
 case "${1:-}" in
   start) start "$2" ;;
   kill) signal KILL "$2" ;;
   stop) signal TERM "$2" ;;
+  pause) freeze STOP "$2" paused ;;
+  # Resuming a node that is not running is no error: a run that makes the cluster whole
+  # resumes every node.
+  resume) freeze CONT "$2" resumed || true ;;
   stopall) for n in 0 1 2; do [ -f "$PIDS/node$n.pid" ] && signal TERM $n; done; true ;;
   status) for n in 0 1 2; do
-            if [ -f "$PIDS/node$n.pid" ] && kill -0 "$(cat "$PIDS/node$n.pid")" 2>/dev/null; then
-              echo "node$n up"; else echo "node$n down"; fi; done ;;
+            pid=$(cat "$PIDS/node$n.pid" 2>/dev/null)
+            if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+              if paused "$pid"; then echo "node$n paused"; else echo "node$n up"; fi
+            else echo "node$n down"; fi; done ;;
   seeds) echo 127.0.0.1:28090,127.0.0.1:28091,127.0.0.1:28092 ;;
   refusals) for n in 0 1 2; do
               printf 'node%s=%s ' $n "$(grep -c 'rejecting client request on non-primary' "$LOGS/node$n.log" 2>/dev/null)"
             done; echo ;;
   env) cluster_env ;;
-  *) echo "usage: $0 [--release] start|kill|stop N | stopall | status | seeds | refusals | env"; exit 2 ;;
+  *) echo "usage: $0 [--release] start|kill|stop|pause|resume N | stopall | status | seeds | refusals | env"; exit 2 ;;
 esac

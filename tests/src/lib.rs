@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod demo;
 pub mod error_events;
 pub mod group_example;
+pub mod nemesis;
 pub mod real_cluster;
 pub mod scripted;
 pub mod sim;

@@ -2,7 +2,8 @@
 //! of every client per 100 ms over the run with the faults marked, and below it the
 //! histogram of the recovery times. Written as SVG next to the JSON. A run without faults
 //! (a real cluster's layout as it is) gets the throughput alone: a client that stalls on a
-//! refusal shows it there as gaps.
+//! refusal shows it there as gaps. The same throughput drawer draws the real-cluster
+//! nemesis's timeline ([`write_timeline`]).
 
 use std::path::Path;
 
@@ -59,6 +60,54 @@ fn draw(
     Ok(())
 }
 
+/// One curve of a throughput chart: its name in the legend and the messages acknowledged in
+/// each [`BUCKET`] from the start of the run.
+#[derive(Debug, Clone, Copy)]
+pub struct Curve<'a> {
+    /// The legend's name.
+    pub name: &'a str,
+    /// Messages per [`BUCKET`].
+    pub per_bucket: &'a [u64],
+}
+
+/// A vertical line across a throughput chart at an instant of the run, labelled at its top
+/// (a fault, a restart).
+#[derive(Debug, Clone)]
+pub struct Marker {
+    /// Offset from the start of the run.
+    pub at: std::time::Duration,
+    /// The label.
+    pub label: String,
+    /// The line's and the label's colour.
+    pub colour: RGBColor,
+}
+
+/// The colour of a crash or a kill.
+pub const CRASH: RGBColor = RGBColor(214, 39, 40);
+/// The colour of a move, a view change or a pause.
+pub const MOVE: RGBColor = RGBColor(255, 127, 14);
+/// The colour of a restart or a resume.
+pub const RESTART: RGBColor = RGBColor(44, 160, 44);
+
+/// Writes a throughput chart of `curves` over `run`, with `markers`, to `path`: the demo's
+/// own drawer, for runs that are not a demo row (the real-cluster nemesis).
+pub fn write_timeline(
+    path: &Path,
+    title: &str,
+    curves: &[Curve<'_>],
+    markers: &[Marker],
+    run: std::time::Duration,
+) -> Result<(), String> {
+    let drawn = (|| -> Result<(), Box<dyn std::error::Error + 'static>> {
+        let root = SVGBackend::new(path, (1100, 470)).into_drawing_area();
+        root.fill(&WHITE)?;
+        draw_throughput(&root, title, curves, markers, run.as_secs_f64())?;
+        root.present()?;
+        Ok(())
+    })();
+    drawn.map_err(|error| format!("{}: {error}", path.display()))
+}
+
 fn throughput<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     title: &str,
@@ -67,60 +116,25 @@ fn throughput<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let per_second = 1.0 / BUCKET.as_secs_f64();
-    let series: Vec<Vec<(f64, f64)>> = rows
+    let curves: Vec<Curve<'_>> = rows
         .iter()
-        .map(|row| {
-            row.measurement
-                .timeline
-                .messages_per_bucket()
-                .iter()
-                .enumerate()
-                .map(|(bucket, &messages)| {
-                    (
-                        bucket as f64 * BUCKET.as_secs_f64(),
-                        messages as f64 * per_second,
-                    )
-                })
-                .collect()
+        .map(|row| Curve {
+            name: row.client.name(),
+            per_bucket: row.measurement.timeline.messages_per_bucket(),
         })
         .collect();
     let run_seconds = rows
         .iter()
         .map(|row| row.measurement.wall.as_secs_f64())
         .fold(1.0, f64::max);
-    let top = series
-        .iter()
-        .flatten()
-        .map(|&(_, rate)| rate)
-        .fold(1.0, f64::max)
-        * 1.1;
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..run_seconds, 0.0..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("seconds into the run")
-        .y_desc("acknowledged msg/s (100 ms buckets)")
-        .y_label_formatter(&|rate| format!("{:.0}k", rate / 1_000.0))
-        .draw()?;
-    // The faults, as vertical lines under the curves.
+    let mut markers = Vec::new();
     if let Some(recovery) = rows.iter().find_map(|row| row.recovery.as_ref()) {
         for timed in &recovery.faults {
-            let at = timed.at.as_secs_f64();
             let colour = match timed.fault {
-                Fault::Move { .. } => RGBColor(255, 127, 14),
-                Fault::Crash { .. } => RGBColor(214, 39, 40),
-                Fault::ViewChange { .. } => RGBColor(255, 127, 14),
-                Fault::Restart { .. } => RGBColor(44, 160, 44),
+                Fault::Move { .. } | Fault::ViewChange { .. } => MOVE,
+                Fault::Crash { .. } => CRASH,
+                Fault::Restart { .. } => RESTART,
             };
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(at, 0.0), (at, top)],
-                colour.stroke_width(1),
-            )))?;
             // A move is labelled with its partition and nodes only, so nine fit.
             let label = match &timed.fault {
                 Fault::Move {
@@ -133,18 +147,87 @@ where
                     other.label()
                 }
             };
-            chart.draw_series(std::iter::once(Text::new(
+            markers.push(Marker {
+                at: timed.at,
                 label,
-                (at, top * 0.97),
-                ("sans-serif", 13).into_font().color(&colour),
-            )))?;
+                colour,
+            });
         }
     }
-    for (index, (row, points)) in rows.iter().zip(series).enumerate() {
+    draw_throughput(area, title, &curves, &markers, run_seconds)
+}
+
+fn draw_throughput<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    curves: &[Curve<'_>],
+    markers: &[Marker],
+    run_seconds: f64,
+) -> Result<(), Box<dyn std::error::Error + 'static>>
+where
+    DB::ErrorType: 'static,
+{
+    let per_second = 1.0 / BUCKET.as_secs_f64();
+    let series: Vec<Vec<(f64, f64)>> = curves
+        .iter()
+        .map(|curve| {
+            curve
+                .per_bucket
+                .iter()
+                .enumerate()
+                .map(|(bucket, &messages)| {
+                    (
+                        bucket as f64 * BUCKET.as_secs_f64(),
+                        messages as f64 * per_second,
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let top = series
+        .iter()
+        .flatten()
+        .map(|&(_, rate)| rate)
+        .fold(1.0, f64::max)
+        * 1.1;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..run_seconds.max(1.0), 0.0..top)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds into the run")
+        .y_desc("acknowledged msg/s (100 ms buckets)")
+        // Thousands read better on the demo's rates; a slow real cluster's are in the
+        // hundreds, which thousands would round to 0k and 1k.
+        .y_label_formatter(&|rate| {
+            if top < 10_000.0 {
+                format!("{rate:.0}")
+            } else {
+                format!("{:.0}k", rate / 1_000.0)
+            }
+        })
+        .draw()?;
+    // The faults, as vertical lines under the curves.
+    for marker in markers {
+        let at = marker.at.as_secs_f64();
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(at, 0.0), (at, top)],
+            marker.colour.stroke_width(1),
+        )))?;
+        chart.draw_series(std::iter::once(Text::new(
+            marker.label.clone(),
+            (at, top * 0.97),
+            ("sans-serif", 13).into_font().color(&marker.colour),
+        )))?;
+    }
+    for (index, (curve, points)) in curves.iter().zip(series).enumerate() {
         let colour = PALETTE[index % PALETTE.len()];
         chart
             .draw_series(LineSeries::new(points, colour.stroke_width(2)))?
-            .label(row.client.name())
+            .label(curve.name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
     }
     chart
