@@ -249,7 +249,7 @@ impl ConsumerState {
                 {
                     // An automatic commit comes before the partition's next poll, and the
                     // next step would be the same write: the partition waits instead
-                    // (doubling, up to 64 poll intervals) while the others are read, and
+                    // (doubling, up to 128 poll intervals) while the others are read, and
                     // its offset is stored when it is due again. Nothing more of it is
                     // handed out meanwhile.
                     let streak = position.commit_failures.min(6);
