@@ -438,10 +438,16 @@ fn consumer_group_members_read_their_own_partitions_of_split_primaries() {
         Call::sync_consumer_group(stream, topic, group.as_str()).unwrap(),
     );
     assert_eq!(left.unwrap(), None, "no longer a member");
-    assert!(
-        sync(&members[1]).generation > before,
-        "the leave started a new generation"
-    );
+    // A sync may be answered by a node that has not applied the leave yet (the server's
+    // followers trail its leader by up to 250 ms; seen once under load): the new generation
+    // shows within a few seconds.
+    let give_up = Instant::now() + Duration::from_secs(5);
+    let mut generation = sync(&members[1]).generation;
+    while generation <= before && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(100));
+        generation = sync(&members[1]).generation;
+    }
+    assert!(generation > before, "the leave started a new generation");
     for (index, member) in members.iter().enumerate() {
         let stats = member.stats();
         assert_eq!(stats.session_moves, 0, "member {index}");
