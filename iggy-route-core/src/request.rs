@@ -415,7 +415,8 @@ pub enum RequestError {
     /// Its caller withdrew it (see `Router::withdraw`) before it was written.
     #[error("withdrawn by its caller before it was sent")]
     Withdrawn,
-    /// The router was shut down.
+    /// The router was shut down before the request was written: nothing was stored. (A
+    /// write already on the wire ends `OutcomeUnknown` instead.)
     #[error("router shut down")]
     Shutdown,
     /// The router was shut down while the request waited for room (see

@@ -311,22 +311,31 @@ fn the_line_holds_max_pending_requests_and_refuses_the_next_at_once() {
     held.try_wait(1, "e", far).unwrap();
 }
 
+/// At shutdown a call still waiting for room ends `Closed`, an accepted send not yet
+/// written ends `Shutdown` (nothing stored), and one on the wire ends `OutcomeUnknown`: its
+/// node may have admitted it (it once ended `Shutdown`, which says nothing was stored).
 #[test]
-fn shutdown_ends_waiting_calls_with_closed_and_accepted_ones_with_shutdown() {
+fn shutdown_ends_waiting_calls_closed_queued_ones_shut_down_and_written_ones_unknown() {
     let mut held = Held::new(|config| {
         config.max_pending_requests = 2;
-        config.max_pending_per_lane = 1;
+        config.max_pending_per_lane = 2;
     });
-    let accepted = held.send(0, "held");
+    let on_the_wire = held.send(0, "held");
+    let queued = held.send(0, "queued");
     let waiting: Vec<RequestId> = (0..2)
         .map(|n| held.wait_send(0, &format!("w{n}")))
         .collect();
+    assert_eq!(held.written.concat(), ["held"]);
     held.router.shutdown(held.now);
     held.run();
     for id in waiting {
         assert_eq!(held.outcome(id), Some(Err(RequestError::Closed)));
     }
-    assert_eq!(held.outcome(accepted), Some(Err(RequestError::Shutdown)));
+    assert_eq!(held.outcome(queued), Some(Err(RequestError::Shutdown)));
+    assert!(matches!(
+        held.outcome(on_the_wire),
+        Some(Err(RequestError::OutcomeUnknown { node: Some(_) }))
+    ));
     assert_eq!(held.router.next_timer().map(|(_, kind)| kind), None);
     let far = held.now + LONG;
     assert_eq!(held.try_wait(0, "after", far), Err(SubmitError::Closed));

@@ -171,8 +171,9 @@ impl Client {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Fails every pending request with `RequestError::Shutdown`, closes every connection
-    /// and stops the I/O thread. Every clone sees `ClientError::Closed` afterwards.
+    /// Fails every pending request with `RequestError::Shutdown` (a write already on the
+    /// wire, which its node may have admitted, with `RequestError::OutcomeUnknown`), closes
+    /// every connection and stops the I/O thread. Every clone sees `ClientError::Closed` afterwards.
     pub fn shutdown(&self) {
         stop_io_thread(&self.shared);
     }

@@ -166,8 +166,9 @@ impl Client {
         *self.stats.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Fails every pending request with `RequestError::Shutdown`, closes every connection
-    /// and stops the driver. Every clone sees `ClientError::Closed` afterwards.
+    /// Fails every pending request with `RequestError::Shutdown` (a write already on the
+    /// wire, which its node may have admitted, with `RequestError::OutcomeUnknown`), closes
+    /// every connection and stops the driver. Every clone sees `ClientError::Closed` afterwards.
     pub async fn shutdown(&self) {
         let (done, finished) = oneshot::channel();
         if self.commands.send(Command::Shutdown { done }).await.is_ok() {

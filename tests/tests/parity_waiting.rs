@@ -41,6 +41,8 @@ enum Seen {
     QueueFull(usize),
     Closed,
     Shutdown,
+    /// Written and unanswered when it ended: it may have been stored.
+    Unknown,
     TimedOut,
     Other(String),
 }
@@ -53,6 +55,7 @@ impl Seen {
             Err(ClientError::Closed) => Self::Closed,
             Err(ClientError::Request(RequestError::Shutdown)) => Self::Shutdown,
             Err(ClientError::Request(RequestError::TimedOut { .. })) => Self::TimedOut,
+            Err(ClientError::Request(RequestError::OutcomeUnknown { .. })) => Self::Unknown,
             Err(other) => Self::Other(format!("{other:?}")),
         }
     }
@@ -374,7 +377,7 @@ const SCENARIOS: &[Scenario] = &[
             let mut saw = vec![
                 ("refused", Seen::QueueFull(1)),
                 ("waiting", Seen::Closed),
-                ("holding", Seen::Shutdown),
+                ("holding", Seen::Unknown),
             ];
             saw.extend(stored_as("holding", ""));
             saw
@@ -404,7 +407,7 @@ const SCENARIOS: &[Scenario] = &[
             let mut saw = vec![
                 ("w0", Seen::Closed),
                 ("w1", Seen::Closed),
-                ("holding", Seen::Shutdown),
+                ("holding", Seen::Unknown),
                 ("after shutdown", Seen::Closed),
                 ("try after shutdown", Seen::Closed),
             ];

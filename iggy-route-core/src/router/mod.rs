@@ -308,7 +308,24 @@ impl Router {
         let now = self.clock(now);
         self.closed = true;
         self.close_line();
-        self.routing.shutdown(now);
+        // A write already handed out on a link may have been admitted: its caller hears
+        // "unknown", not "shut down", which says that nothing was stored.
+        let mut on_the_wire = BTreeMap::new();
+        for link in self.links.values() {
+            let Some(in_flight) = &link.in_flight else {
+                continue;
+            };
+            for id in in_flight.carried() {
+                let write = self
+                    .requests
+                    .get(&id)
+                    .is_some_and(|entry| entry.request.facts().kind.is_write());
+                if write {
+                    on_the_wire.insert(id, link.node);
+                }
+            }
+        }
+        self.routing.shutdown_with_unknown(now, &on_the_wire);
         let links: Vec<LinkId> = self.links.keys().copied().collect();
         for link in links {
             self.links.remove(&link);

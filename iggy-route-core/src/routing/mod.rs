@@ -430,11 +430,26 @@ impl Routing {
 
     /// Stops taking requests and fails every pending one with `Shutdown`.
     pub fn shutdown(&mut self, now: Instant) {
+        self.shutdown_with_unknown(now, &BTreeMap::new());
+    }
+
+    /// As [`Routing::shutdown`], but the writes in `on_the_wire` (written to the node named,
+    /// no answer yet) fail with `OutcomeUnknown`: they may have been admitted, and
+    /// `Shutdown` tells a caller that nothing was stored.
+    pub fn shutdown_with_unknown(
+        &mut self,
+        now: Instant,
+        on_the_wire: &BTreeMap<RequestId, NodeId>,
+    ) {
         let now = self.clock(now);
         self.closed = true;
         let ids: Vec<RequestId> = self.pending.keys().copied().collect();
         for id in ids {
-            self.complete(now, id, Err(RequestError::Shutdown));
+            let error = match on_the_wire.get(&id) {
+                Some(&node) => RequestError::OutcomeUnknown { node: Some(node) },
+                None => RequestError::Shutdown,
+            };
+            self.complete(now, id, Err(error));
         }
         self.lanes.clear();
         self.topics.clear();

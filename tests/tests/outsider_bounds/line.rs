@@ -192,10 +192,8 @@ fn shutdown_ends_hundreds_of_waiting_calls_with_closed() {
             started.elapsed()
         );
         let (held, _) = holding.outcome();
-        assert!(
-            matches!(held, Seen::Shutdown | Seen::Closed),
-            "{adapter:?}: {held:?}"
-        );
+        // Stored, its answer held back: it may have been admitted, so not `Shutdown`.
+        assert!(matches!(held, Seen::Unknown), "{adapter:?}: {held:?}");
         assert_eq!(run.stored(0), ["holding"], "{adapter:?}");
         assert!(run.stored(1).is_empty(), "{adapter:?}");
         run.finish();
@@ -380,7 +378,10 @@ fn calls_arriving_while_the_client_shuts_down_all_end() {
         );
         for (outcome, took) in &seen {
             assert!(
-                matches!(outcome, Seen::Closed | Seen::Shutdown | Seen::QueueFull),
+                matches!(
+                    outcome,
+                    Seen::Closed | Seen::Shutdown | Seen::Unknown | Seen::QueueFull
+                ),
                 "{adapter:?}: {outcome:?}"
             );
             assert!(

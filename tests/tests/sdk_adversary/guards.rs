@@ -138,7 +138,6 @@ async fn late_replies_lost_links_stopped_primaries_and_refused_commits_keep_the_
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-#[ignore = "open break: a send on the wire at shutdown ends Shutdown, which says nothing was stored"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_in_flight_when_the_client_shuts_down_is_reported_as_57_not_as_a_shutdown() {
     let cluster = TestCluster::start(3).await;
