@@ -44,6 +44,19 @@ impl Router {
             && matches!(role, Some(GroupRole::AsMember(key)) if self.groups.is_member(key))
     }
 
+    /// Whether `request` is a join of a group we are not a member of, about to be written
+    /// on a link attached to the session (see `Router::write_request`).
+    pub(super) fn join_on_attached_link(&self, request: RequestId, link_id: LinkId) -> bool {
+        let joins = self.requests.get(&request).is_some_and(|entry| {
+            matches!(&entry.group, Some(GroupRole::Join(key)) if !self.groups.is_member(key))
+        });
+        joins
+            && self
+                .links
+                .get(&link_id)
+                .is_some_and(|l| l.attached.is_some())
+    }
+
     /// Whether a sync we sent as a member was answered as to a stranger: no assignment.
     pub(super) fn answered_as_stranger(&self, role: &GroupRole, reply: &Reply) -> bool {
         let (GroupRole::Sync(key) | GroupRole::AsMember(key)) = role else {

@@ -30,6 +30,16 @@ impl Router {
             self.unsent.push((request, target));
             return;
         }
+        if self.join_on_attached_link(request, link_id) {
+            // An attached link acts for the session in a group's offset writes (the server
+            // checks the attachment's parent before the link's own identity), so a
+            // membership made on it could never commit: the idle link is closed and the
+            // join goes back to routing, to be written on a new one.
+            debug!(link = %link_id, request = %request, "a join found an attached link; closing it");
+            self.close_by_choice(now, link_id);
+            self.unsent.push((request, target));
+            return;
+        }
         match self.group_detour(request, target) {
             None => {}
             Some(Detour::Link(member_link)) => link_id = member_link,

@@ -139,7 +139,6 @@ async fn a_consumer_offset_past_the_end_is_refused_with_invalid_offset_at_once()
     assert_eq!(route, sdk, "iggy-route (left) vs the SDK (right)");
 }
 
-#[ignore = "open break: a plain consumer's offset call stops the group's auto-commit"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_consumers_offset_call_does_not_stop_a_groups_auto_commit() {
     let mut differences = Vec::new();
