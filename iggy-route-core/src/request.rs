@@ -107,6 +107,8 @@ impl Request {
                 }
                 command.body.len()
             }
+            // A poll of no messages: the SDK 0.11.0 refuses it as well, before sending.
+            Request::Poll(poll) if poll.count == 0 => return Err(SubmitError::EmptyPoll),
             Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) => 0,
         };
         let size = HEADER_SIZE.saturating_add(body_len);
@@ -446,6 +448,9 @@ pub enum SubmitError {
     /// A send with no message.
     #[error("empty batch")]
     EmptyBatch,
+    /// A poll of no messages (`count` 0).
+    #[error("poll of 0 messages")]
+    EmptyPoll,
     /// A field of the request cannot be encoded (for example a message key over 255 bytes).
     #[error("invalid request: {0}")]
     Invalid(WireError),

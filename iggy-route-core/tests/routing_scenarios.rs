@@ -10,8 +10,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, Decision, RouteAnswer, Routing, Target, TopicAnswer};
-use iggy_route_core::wire::{Identifier, Message, WireError};
-use iggy_route_core::{NodeId, Request, RequestError, RequestId, SendRequest, SubmitError};
+use iggy_route_core::wire::{
+    Consumer, ConsumerKind, Identifier, Message, PollingStrategy, WireError,
+};
+use iggy_route_core::{
+    NodeId, PollRequest, Request, RequestError, RequestId, SendRequest, SubmitError,
+};
 use support::*;
 
 // --- submit -----------------------------------------------------------------------------
@@ -275,6 +279,32 @@ fn empty_batch_is_refused_at_submit() {
         router.submit(t0, request).unwrap_err(),
         SubmitError::EmptyBatch
     );
+}
+
+/// A poll of no messages was sent and answered with an empty poll; the SDK refuses it.
+#[test]
+fn a_poll_of_no_messages_is_refused_at_submit() {
+    let t0 = origin();
+    let mut router = iggy_route_core::Router::new(config(), 1, t0);
+    let poll = |count| {
+        Request::Poll(PollRequest {
+            consumer: Consumer {
+                kind: ConsumerKind::Consumer,
+                id: Identifier::Numeric(1),
+            },
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partition_id: Some(0),
+            strategy: PollingStrategy::Offset(0),
+            count,
+            auto_commit: false,
+        })
+    };
+    assert_eq!(
+        router.submit(t0, poll(0)).unwrap_err(),
+        SubmitError::EmptyPoll
+    );
+    assert!(router.submit(t0, poll(1)).is_ok());
 }
 
 /// A frame holds its origin timestamp as a 32-bit delta from the batch's smallest: a batch

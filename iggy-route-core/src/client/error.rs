@@ -96,6 +96,7 @@ impl From<SubmitError> for ClientError {
             SubmitError::QueueFull { limit } => Self::QueueFull { limit },
             other @ (SubmitError::FrameTooLarge { .. }
             | SubmitError::EmptyBatch
+            | SubmitError::EmptyPoll
             | SubmitError::Invalid(_)
             | SubmitError::SessionCommand { .. }
             | SubmitError::Closed) => Self::Submit(other),

@@ -147,6 +147,7 @@ impl Router {
                 SubmitError::QueueFull { limit } => RequestError::QueueFull { limit },
                 SubmitError::Closed
                 | SubmitError::EmptyBatch
+                | SubmitError::EmptyPoll
                 | SubmitError::FrameTooLarge { .. }
                 | SubmitError::Invalid(_)
                 | SubmitError::SessionCommand { .. } => RequestError::Shutdown,

@@ -97,7 +97,7 @@ impl IntoIggyError for SubmitError {
             SubmitError::FrameTooLarge { size, max } => IggyError::CommandLengthError(format!(
                 "a request of {size} bytes exceeds the {max}-byte frame limit"
             )),
-            SubmitError::EmptyBatch => IggyError::InvalidMessagesCount,
+            SubmitError::EmptyBatch | SubmitError::EmptyPoll => IggyError::InvalidMessagesCount,
             SubmitError::Invalid(iggy_route_core::wire::WireError::InvalidValue {
                 field: iggy_route_core::ORIGIN_TIMESTAMP_SPAN,
                 value,

@@ -69,7 +69,7 @@
 //! | `QueueFull`, `Request(QueueFull)`, `Submit(QueueFull)` | `BackgroundSendBufferFull` (4053) | too many requests waiting; nothing sent |
 //! | `Closed`, `Request(Shutdown)`, `Request(Closed)`, `Submit(Closed)` | `ClientShutdown` (63) | |
 //! | `Submit(FrameTooLarge)` | `CommandLengthError` (4029) | nothing sent |
-//! | `Submit(EmptyBatch)` | `InvalidMessagesCount` (4009) | nothing sent |
+//! | `Submit(EmptyBatch)`, `Submit(EmptyPoll)` | `InvalidMessagesCount` (4009) | nothing sent |
 //! | `Submit(Invalid)`, `Invalid` | `InvalidFormat` (4) | nothing sent |
 //! | `Submit(SessionCommand)` | `InvalidCommand` (3) | as the SDK refuses a login sent raw |
 //! | `Config` | `InvalidConfiguration` (2) | |

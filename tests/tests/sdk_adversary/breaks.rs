@@ -54,7 +54,6 @@ pub(crate) fn zero_count_poll(
     })
 }
 
-#[ignore = "open break: a poll of 0 messages answers empty instead of 4009"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poll_of_zero_messages_is_refused_with_invalid_messages_count() {
     let (sdk, route) = sdk_vs_route(1, zero_count_poll).await;
