@@ -116,6 +116,11 @@ impl Routing {
                 // end" from one node says nothing yet. The next node is asked; once every
                 // node has said it, it is believed.
                 debug!(request = %frame[0], "offset past this node's copy, which may lag; trying elsewhere");
+                if let (Some(pending), Some(node)) =
+                    (self.pending.get_mut(&frame[0]), node_of(target))
+                {
+                    pending.past_end_from = Some(node);
+                }
                 self.retry_elsewhere(now, frame, &place, target, None);
             }
             Attempt::Failed(error) => {
@@ -320,7 +325,8 @@ impl Routing {
     /// Whether an offset write's "past the end" from `target` may come from a copy that
     /// lags the primary's: some other node of the roster has not answered the write in this
     /// round. Even the partition's known primary may have lost the role (a primary that
-    /// moved away keeps serving, from a copy that then lags), so only every node saying it
+    /// moved away keeps serving, from a copy that then lags), so only every node saying it,
+    /// or one node saying it twice with routing sending the write back to it in between,
     /// makes it the answer.
     fn copy_may_lag(&self, place: &Place, request: RequestId, target: Target) -> bool {
         let (Place::Lane(key @ LaneKey::Partition(_)), Some(node)) = (place, node_of(target))
@@ -334,6 +340,17 @@ impl Routing {
         let Some(lane) = self.lanes.get(key) else {
             return false;
         };
+        // The same node said it on the write's last try too, and routing, told of it, sent
+        // the write back there (a lookup named it again): it is the primary, and its answer
+        // is the answer. Without this, each lookup naming it clears the round, and the
+        // write went round until its deadline and ended unknown.
+        let said_it_before = self
+            .pending
+            .get(&request)
+            .is_some_and(|p| p.past_end_from == Some(node));
+        if said_it_before {
+            return false;
+        }
         store
             && self
                 .roster

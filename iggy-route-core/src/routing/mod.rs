@@ -71,6 +71,8 @@ pub(crate) struct Pending {
     pub(crate) partition: Option<u32>,
     /// The last node that refused it, and the lane generation of the route it had then.
     pub(crate) refused_by: Option<(NodeId, u64)>,
+    /// The node whose copy last answered this offset write "past the end".
+    pub(crate) past_end_from: Option<NodeId>,
     /// Completed by its deadline while in flight: kept only to hold the lane.
     pub(crate) completed: bool,
 }
@@ -249,6 +251,7 @@ impl Routing {
                 place: place.clone(),
                 partition: None,
                 refused_by: None,
+                past_end_from: None,
                 completed: false,
             },
         );
@@ -352,6 +355,7 @@ impl Routing {
                 place: Place::Lane(lane.clone()),
                 partition,
                 refused_by: None,
+                past_end_from: None,
                 completed: false,
             },
         );
