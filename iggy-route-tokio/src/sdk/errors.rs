@@ -110,6 +110,19 @@ impl IntoIggyError for SubmitError {
         }
     }
 }
+/// A send's error: iggy-route finds a stream, topic or partition missing before it sends
+/// (it reads the topic to choose the partition), where the SDK sends and the server answers
+/// `ResourceNotFound` (20) for any of the three; the rest as [`IntoIggyError`].
+pub(super) fn send_error(error: ClientError) -> IggyError {
+    if let ClientError::Request(
+        missing @ (RequestError::TopicNotFound { .. } | RequestError::PartitionOutOfRange { .. }),
+    ) = &error
+    {
+        return IggyError::ResourceNotFound(missing.to_string());
+    }
+    error.into_iggy_error()
+}
+
 fn tls_error(error: &TlsError) -> IggyError {
     match error {
         TlsError::CaFile { .. } => IggyError::InvalidTlsCertificatePath,

@@ -201,7 +201,7 @@ impl MessageClient for Client {
         let routed = route_messages(messages)?;
         let receipt = Client::send(self, stream.clone(), topic.clone(), partitioning, routed)
             .await
-            .map_err(IntoIggyError::into_iggy_error)?;
+            .map_err(super::errors::send_error)?;
         Ok(self.send_response(&stream, &topic, receipt).await)
     }
 

@@ -90,7 +90,6 @@ pub(crate) fn sends_nowhere(
     })
 }
 
-#[ignore = "open break: iggy-route's own checks answer 3007/2010 where the server answers 20"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_to_a_partition_topic_or_stream_that_does_not_exist_gets_the_servers_code() {
     let (sdk, route) = sdk_vs_route(3, sends_nowhere).await;
