@@ -6,8 +6,9 @@
 //!
 //! A poll the server answers "re-sync" (an empty reply for partition `u32::MAX`), or
 //! refuses as not this member's partition now (`ConsumerGroupPartitionNotOwned`), reads the
-//! assignment again and tries once more; two such answers in a row are an empty poll, as
-//! with the SDK (the caller polls again).
+//! assignment again, its rotation from the start, and tries once more; two such answers in
+//! a row are an empty poll, as with the SDK (the caller polls again). A refresh keeps the
+//! rotation where it was unless the assignment's generation changed, as the SDK's does.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -38,6 +39,8 @@ pub(super) struct Assignments {
 /// A member's partitions and the one it polls next.
 #[derive(Debug)]
 struct Cursor {
+    /// The assignment's generation: a new one starts the rotation again.
+    generation: u64,
     partitions: Vec<u32>,
     next: usize,
 }
@@ -76,12 +79,20 @@ impl Assignments {
         self.lock().contains_key(key)
     }
 
-    fn set(&self, key: GroupKey, partitions: Vec<u32>) {
-        self.lock().insert(
+    /// Keeps a read assignment. The rotation goes on where it was while the generation is
+    /// the same (a refresh that found nothing new), as the SDK's does.
+    fn set(&self, key: GroupKey, generation: u64, partitions: Vec<u32>) {
+        let mut groups = self.lock();
+        let next = groups
+            .get(&key)
+            .filter(|cursor| cursor.generation == generation)
+            .map_or(0, |cursor| cursor.next);
+        groups.insert(
             key,
             Cursor {
+                generation,
                 partitions,
-                next: 0,
+                next,
             },
         );
     }
@@ -107,7 +118,9 @@ impl Client {
             .map_err(IntoIggyError::into_iggy_error)?;
         let groups = &self.sdk_state().groups;
         match assignment {
-            Some(assignment) => groups.set(key.clone(), assignment.partitions),
+            Some(assignment) => {
+                groups.set(key.clone(), assignment.generation, assignment.partitions);
+            }
             None => groups.forget(key),
         }
         Ok(())
@@ -159,6 +172,8 @@ impl Client {
                     if reply.messages.is_empty()
                         && reply.partition_id == RESYNC_REQUIRED_PARTITION_SENTINEL =>
                 {
+                    // A fenced assignment is read anew, its rotation from the start.
+                    groups.forget(&key);
                     self.sync_assignment(&key).await?;
                 }
                 Ok(reply) => return Ok(sdk_polled(reply)),
@@ -167,6 +182,7 @@ impl Client {
                     if !matches!(error, IggyError::ConsumerGroupPartitionNotOwned(..)) {
                         return Err(error);
                     }
+                    groups.forget(&key);
                     self.sync_assignment(&key).await?;
                 }
             }
@@ -192,15 +208,19 @@ mod tests {
     fn a_members_partitions_are_polled_in_turn() {
         let groups = Assignments::default();
         assert!(matches!(groups.turn(&key()), Turn::Unknown));
-        groups.set(key(), vec![4, 1]);
-        let turns: Vec<u32> = (0..3)
-            .map(|_| match groups.turn(&key()) {
-                Turn::Poll(partition) => partition,
-                Turn::Idle | Turn::Unknown => u32::MAX,
-            })
-            .collect();
+        groups.set(key(), 1, vec![4, 1]);
+        let turn = || match groups.turn(&key()) {
+            Turn::Poll(partition) => partition,
+            Turn::Idle | Turn::Unknown => u32::MAX,
+        };
+        let turns: Vec<u32> = (0..3).map(|_| turn()).collect();
         assert_eq!(turns, [4, 1, 4]);
-        groups.set(key(), Vec::new());
+        // A refresh of the same generation goes on; a new generation starts again.
+        groups.set(key(), 1, vec![4, 1]);
+        assert_eq!(turn(), 1);
+        groups.set(key(), 2, vec![4, 1]);
+        assert_eq!(turn(), 4);
+        groups.set(key(), 3, Vec::new());
         assert!(matches!(groups.turn(&key()), Turn::Idle));
         groups.forget(&key());
         assert!(groups.keys().is_empty());

@@ -193,7 +193,7 @@ pub(crate) async fn group_handover_program(a: &dyn Client, b: &dyn Client) -> Ve
     seen
 }
 
-#[ignore = "open break: a refresh restarts the partition rotation"]
+#[ignore = "open break: after another member's join and a refresh, the rotation starts on another partition than the SDK's"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_polls_after_a_refresh_take_the_partitions_in_the_sdks_order() {
     let (cluster, _, _) = cluster_with_messages(3, 2).await;
