@@ -34,7 +34,7 @@ impl ConsumerGroupClient for Client {
         topic_id: &Identifier,
         group_id: &Identifier,
     ) -> Result<Option<ConsumerGroupDetails>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic, group) = group_key(stream_id, topic_id, group_id)?;
         let details = Client::get_consumer_group(self, stream, topic, group)
             .await
@@ -47,7 +47,7 @@ impl ConsumerGroupClient for Client {
         stream_id: &Identifier,
         topic_id: &Identifier,
     ) -> Result<Vec<ConsumerGroup>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         let groups = Client::get_consumer_groups(self, stream, topic)
             .await
@@ -61,7 +61,7 @@ impl ConsumerGroupClient for Client {
         topic_id: &Identifier,
         name: &str,
     ) -> Result<ConsumerGroupDetails, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         let details = Client::create_consumer_group(self, stream, topic, name)
             .await
@@ -75,7 +75,7 @@ impl ConsumerGroupClient for Client {
         topic_id: &Identifier,
         group_id: &Identifier,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let key = group_key(stream_id, topic_id, group_id)?;
         let (stream, topic, group) = key.clone();
         let deleted = Client::delete_consumer_group(self, stream, topic, group).await;
@@ -91,7 +91,7 @@ impl ConsumerGroupClient for Client {
         topic_id: &Identifier,
         group_id: &Identifier,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let key = group_key(stream_id, topic_id, group_id)?;
         let (stream, topic, group) = key.clone();
         let joined = Client::join_consumer_group(self, stream, topic, group).await;
@@ -105,7 +105,7 @@ impl ConsumerGroupClient for Client {
         topic_id: &Identifier,
         group_id: &Identifier,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let key = group_key(stream_id, topic_id, group_id)?;
         let (stream, topic, group) = key.clone();
         let left = Client::leave_consumer_group(self, stream, topic, group).await;

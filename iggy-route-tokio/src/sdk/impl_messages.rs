@@ -160,7 +160,7 @@ impl MessageClient for Client {
         count: u32,
         auto_commit: bool,
     ) -> Result<PolledMessages, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let stream = route_identifier(stream_id)?;
         let topic = route_identifier(topic_id)?;
         let routed_consumer = route_consumer(consumer)?;
@@ -194,7 +194,7 @@ impl MessageClient for Client {
         partitioning: &Partitioning,
         messages: &mut [IggyMessage],
     ) -> Result<SendMessagesResponse, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let stream = route_identifier(stream_id)?;
         let topic = route_identifier(topic_id)?;
         let partitioning = route_partitioning(partitioning)?;
@@ -212,7 +212,7 @@ impl MessageClient for Client {
         partition_id: u32,
         fsync: bool,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         Client::flush_unsaved_buffer(self, stream, topic, partition_id, fsync)
             .await
@@ -233,7 +233,7 @@ impl ConsumerOffsetClient for Client {
         partition_id: Option<u32>,
         offset: u64,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let consumer = route_consumer(consumer)?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         let Some(partition_id) = partition_id else {
@@ -253,7 +253,7 @@ impl ConsumerOffsetClient for Client {
         topic_id: &Identifier,
         partition_id: Option<u32>,
     ) -> Result<Option<ConsumerOffsetInfo>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let consumer = route_consumer(consumer)?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         let offset = Client::get_consumer_offset(self, consumer, stream, topic, partition_id)
@@ -269,7 +269,7 @@ impl ConsumerOffsetClient for Client {
         topic_id: &Identifier,
         partition_id: Option<u32>,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let consumer = route_consumer(consumer)?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         Client::delete_consumer_offset(self, consumer, stream, topic, partition_id)

@@ -41,7 +41,7 @@ fn native_update_options(options: &TopicUpdateOptions) -> Option<wire::TopicUpda
 #[async_trait]
 impl StreamClient for Client {
     async fn get_stream(&self, stream_id: &Identifier) -> Result<Option<StreamDetails>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let stream = Client::get_stream(self, route_identifier(stream_id)?)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -49,7 +49,7 @@ impl StreamClient for Client {
     }
 
     async fn get_streams(&self) -> Result<Vec<Stream>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let streams = Client::get_streams(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -57,7 +57,7 @@ impl StreamClient for Client {
     }
 
     async fn create_stream(&self, name: &str) -> Result<StreamDetails, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let stream = Client::create_stream(self, wire_name(name)?.as_str())
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -73,7 +73,7 @@ impl StreamClient for Client {
         name: &str,
         options: &StreamUpdateOptions,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let stream = route_identifier(stream_id)?;
         let name = wire_name(name)?;
         let renamed = if options.raw.is_empty() {
@@ -88,14 +88,14 @@ impl StreamClient for Client {
     }
 
     async fn delete_stream(&self, stream_id: &Identifier) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let deleted = Client::delete_stream(self, route_identifier(stream_id)?).await;
         self.sdk_state().topic_ids.clear();
         deleted.map_err(IntoIggyError::into_iggy_error)
     }
 
     async fn purge_stream(&self, stream_id: &Identifier) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         Client::purge_stream(self, route_identifier(stream_id)?)
             .await
             .map_err(IntoIggyError::into_iggy_error)
@@ -109,7 +109,7 @@ impl TopicClient for Client {
         stream_id: &Identifier,
         topic_id: &Identifier,
     ) -> Result<Option<TopicDetails>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         let details = Client::get_topic(self, stream, topic)
             .await
@@ -118,7 +118,7 @@ impl TopicClient for Client {
     }
 
     async fn get_topics(&self, stream_id: &Identifier) -> Result<Vec<Topic>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let topics = Client::get_topics(self, route_identifier(stream_id)?)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -134,7 +134,7 @@ impl TopicClient for Client {
         name: &str,
         options: &TopicCreateOptions,
     ) -> Result<TopicDetails, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let stream = route_identifier(stream_id)?;
         let name = wire_name(name)?;
         let block = options.to_wire()?.into_bytes();
@@ -156,7 +156,7 @@ impl TopicClient for Client {
         name: &str,
         options: &TopicUpdateOptions,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         let name = wire_name(name)?;
         let updated = match native_update_options(options) {
@@ -176,7 +176,7 @@ impl TopicClient for Client {
         stream_id: &Identifier,
         topic_id: &Identifier,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         let deleted = Client::delete_topic(self, stream, topic).await;
         self.sdk_state().topic_ids.clear();
@@ -188,7 +188,7 @@ impl TopicClient for Client {
         stream_id: &Identifier,
         topic_id: &Identifier,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         Client::purge_topic(self, stream, topic)
             .await
@@ -204,7 +204,7 @@ impl PartitionClient for Client {
         topic_id: &Identifier,
         partitions_count: u32,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         Client::create_partitions(self, stream, topic, partitions_count)
             .await
@@ -217,7 +217,7 @@ impl PartitionClient for Client {
         topic_id: &Identifier,
         partitions_count: u32,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         Client::delete_partitions(self, stream, topic, partitions_count)
             .await
@@ -234,7 +234,7 @@ impl SegmentClient for Client {
         partition_id: u32,
         segments_count: u32,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
         Client::delete_segments(self, stream, topic, partition_id, segments_count)
             .await

@@ -19,7 +19,7 @@ use crate::Client;
 impl ClusterClient for Client {
     /// The native `get_cluster_metadata`: the node holding the session answers.
     async fn get_cluster_metadata(&self) -> Result<ClusterMetadata, IggyError> {
-        self.admit(Needs::Server)?;
+        self.admit(Needs::Server).await?;
         let metadata = Client::get_cluster_metadata(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -30,7 +30,7 @@ impl ClusterClient for Client {
 #[async_trait]
 impl SystemClient for Client {
     async fn get_stats(&self) -> Result<Stats, IggyError> {
-        self.admit(Needs::Server)?;
+        self.admit(Needs::Server).await?;
         let stats = Client::get_stats(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -38,7 +38,7 @@ impl SystemClient for Client {
     }
 
     async fn get_me(&self) -> Result<ClientInfoDetails, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let me = Client::get_me(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -46,7 +46,7 @@ impl SystemClient for Client {
     }
 
     async fn get_client(&self, client_id: u32) -> Result<Option<ClientInfoDetails>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let client = Client::get_client(self, client_id)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -54,7 +54,7 @@ impl SystemClient for Client {
     }
 
     async fn get_clients(&self) -> Result<Vec<ClientInfo>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let clients = Client::get_clients(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -64,12 +64,12 @@ impl SystemClient for Client {
     /// Refused with `FeatureUnavailable`, nothing sent: iggy-route has no decoder for the
     /// option catalog's reply.
     async fn describe_options(&self, _scope: OptionsScope) -> Result<Vec<OptionSpec>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         Err(IggyError::FeatureUnavailable)
     }
 
     async fn ping(&self) -> Result<(), IggyError> {
-        self.admit(Needs::Connection)?;
+        self.admit(Needs::Connection).await?;
         Client::ping(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)
@@ -99,7 +99,7 @@ impl SystemClient for Client {
         compression: SnapshotCompression,
         snapshot_types: Vec<SystemSnapshotType>,
     ) -> Result<Snapshot, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let types: Vec<u8> = snapshot_types
             .iter()
             .map(SystemSnapshotType::as_code)

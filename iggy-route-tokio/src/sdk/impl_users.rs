@@ -31,7 +31,7 @@ const MAX_TOKEN_LENGTH: usize = 255;
 impl Client {
     /// A login with the client's own credentials: reads who the session is (signing it in
     /// again if `logout_user` signed it out) and answers the user's id.
-    async fn login_as_self(&self) -> Result<IdentityInfo, IggyError> {
+    pub(super) async fn login_as_self(&self) -> Result<IdentityInfo, IggyError> {
         let me = Client::get_me(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -48,7 +48,7 @@ impl Client {
 #[async_trait]
 impl UserClient for Client {
     async fn get_user(&self, user_id: &Identifier) -> Result<Option<UserInfoDetails>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let user = Client::get_user(self, route_identifier(user_id)?)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -56,7 +56,7 @@ impl UserClient for Client {
     }
 
     async fn get_users(&self) -> Result<Vec<UserInfo>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let users = Client::get_users(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -70,7 +70,7 @@ impl UserClient for Client {
         status: UserStatus,
         permissions: Option<Permissions>,
     ) -> Result<UserInfoDetails, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         validate_username(username).map_err(|_| IggyError::InvalidUsername)?;
         validate_password(password).map_err(|_| IggyError::InvalidPassword)?;
         let permissions = permissions.as_ref().map(route_permissions).transpose()?;
@@ -82,7 +82,7 @@ impl UserClient for Client {
     }
 
     async fn delete_user(&self, user_id: &Identifier) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         Client::delete_user(self, route_identifier(user_id)?)
             .await
             .map_err(IntoIggyError::into_iggy_error)
@@ -98,7 +98,7 @@ impl UserClient for Client {
         status: Option<UserStatus>,
         options: &UserUpdateOptions,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let user = route_identifier(user_id)?;
         let status = status.map(route_user_status);
         if options.raw.is_empty() {
@@ -120,7 +120,7 @@ impl UserClient for Client {
         user_id: &Identifier,
         permissions: Option<Permissions>,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let permissions = permissions.as_ref().map(route_permissions).transpose()?;
         Client::update_permissions(self, route_identifier(user_id)?, permissions)
             .await
@@ -135,7 +135,7 @@ impl UserClient for Client {
         current_password: &str,
         new_password: &str,
     ) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         validate_password(current_password).map_err(|_| IggyError::InvalidPassword)?;
         validate_password(new_password).map_err(|_| IggyError::InvalidPassword)?;
         Client::change_password(
@@ -153,7 +153,7 @@ impl UserClient for Client {
     async fn login_user(&self, username: &str, password: &str) -> Result<IdentityInfo, IggyError> {
         validate_username(username).map_err(|_| IggyError::InvalidUsername)?;
         validate_password(password).map_err(|_| IggyError::InvalidPassword)?;
-        self.admit(Needs::Connection)?;
+        self.admit(Needs::Connection).await?;
         if !self.sdk_state().is_own_user(username, password) {
             return Err(IggyError::FeatureUnavailable);
         }
@@ -163,7 +163,7 @@ impl UserClient for Client {
     /// The native `logout_user` (`LOGOUT_USER` on the node holding the session); until a
     /// login, the trait's methods but `ping` and the logins fail with `Unauthenticated`.
     async fn logout_user(&self) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         Client::logout_user(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -178,7 +178,7 @@ impl UserClient for Client {
 #[async_trait]
 impl PersonalAccessTokenClient for Client {
     async fn get_personal_access_tokens(&self) -> Result<Vec<PersonalAccessTokenInfo>, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let tokens = Client::get_personal_access_tokens(self)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -190,7 +190,7 @@ impl PersonalAccessTokenClient for Client {
         name: &str,
         expiry: PersonalAccessTokenExpiry,
     ) -> Result<RawPersonalAccessToken, IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         let token = Client::create_personal_access_token(self, name, route_token_expiry(expiry))
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -200,7 +200,7 @@ impl PersonalAccessTokenClient for Client {
     }
 
     async fn delete_personal_access_token(&self, name: &str) -> Result<(), IggyError> {
-        self.admit(Needs::SignedIn)?;
+        self.admit(Needs::SignedIn).await?;
         Client::delete_personal_access_token(self, name)
             .await
             .map_err(IntoIggyError::into_iggy_error)
@@ -215,7 +215,7 @@ impl PersonalAccessTokenClient for Client {
         if token.is_empty() || token.len() > MAX_TOKEN_LENGTH {
             return Err(IggyError::InvalidFormat);
         }
-        self.admit(Needs::Connection)?;
+        self.admit(Needs::Connection).await?;
         if !self.sdk_state().is_own_token(token) {
             return Err(IggyError::FeatureUnavailable);
         }

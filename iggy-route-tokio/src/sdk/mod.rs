@@ -19,7 +19,7 @@
 //! | SDK method | what iggy-route does |
 //! |---|---|
 //! | `connect` | `Ok` when connected (a client connects when it is built). After `disconnect`, takes the SDK session up again (`Connected`, `SignedIn`), signed in with the client's credentials as the SDK's auto-login would. After a shutdown: `ClientShutdown`. |
-//! | `disconnect` | Puts the SDK session in the disconnected state (`Disconnected` event): until `connect`, the trait's methods fail with `Disconnected` (`NotConnected` for `ping`, `get_stats`, `get_cluster_metadata`, the logins), as the SDK's do. iggy-route's links stay open: they are the router's, shared with the native methods and every clone, and a consumer-group membership stays too; `shutdown` closes them. |
+//! | `disconnect` | Puts the SDK session in the disconnected state (`Disconnected` event). The next trait method takes it up again (`Connected`, `SignedIn`, signed in with the client's credentials) and runs, as the SDK's next call reconnects. iggy-route's links stay open: they are the router's, shared with the native methods and every clone, and a consumer-group membership stays too; `shutdown` closes them. |
 //! | `shutdown` | Native `shutdown`: pending requests fail, links close, subscribers hear `Shutdown`; twice is fine. |
 //! | `subscribe_events` | A receiver of the events published from its subscription on (see [Events](#events)). |
 //! | `get_cluster_metadata` | Native, answered by the node holding the session. |
@@ -31,7 +31,7 @@
 //! | `get_user`, `get_users`, `create_user`, `delete_user`, `update_permissions`, `change_password` | Native, after the SDK's own checks (`InvalidUsername`, `InvalidPassword`). A client that changes its own user's password keeps signing in with the one it was built with: a link signing in again later is refused. |
 //! | `update_user` | Native; with `options.raw` set, `UPDATE_USER` carrying the SDK's options block (the 0.11.0 server refuses every user option: `UnsupportedOptionKey`). |
 //! | `login_user` | **Own credentials only.** With the username and password the client was built with: its `IdentityInfo` (the user id `get_me` reports), signing the session in again after `logout_user`. **Other credentials: `FeatureUnavailable` (5)**, nothing sent: the router signs every link in with the credentials it was built with and cannot change them while it runs; build a client per user. |
-//! | `logout_user` | Native `LOGOUT_USER` on the node holding the session (`SignedOut` event); until a login, the trait's methods but `ping` and the logins fail with `Unauthenticated`. The native methods and the router's own reads sign the session in again by themselves. |
+//! | `logout_user` | Native `LOGOUT_USER` on the node holding the session (`SignedOut` event); until a login, the trait's methods but `ping`, `get_stats`, `get_cluster_metadata` and the logins fail with `Unauthenticated`, as the SDK checks its session first. `get_stats` and `get_cluster_metadata`, which the SDK sends signed out, sign the session in again (the SDK does so when the server refuses them) and run; every method works from then on. The native methods and the router's own reads sign the session in again by themselves. |
 //! | `get_personal_access_tokens`, `create_personal_access_token`, `delete_personal_access_token` | Native. |
 //! | `login_with_personal_access_token` | **The client's own token only**, as `login_user`; **any other: `FeatureUnavailable` (5)**. |
 //! | `get_stream`, `get_streams`, `create_stream`, `delete_stream`, `purge_stream` | Native. |
@@ -48,8 +48,8 @@
 //! | `get_consumer_group`, `get_consumer_groups`, `create_consumer_group`, `delete_consumer_group`, `join_consumer_group`, `leave_consumer_group` | Native (a membership lives on its own link to the metadata leader). |
 //!
 //! Before sending, every method checks the SDK session as the SDK does: `ClientShutdown`
-//! (63) after a shutdown, `Disconnected` (8) or `NotConnected` (61) after `disconnect`,
-//! `Unauthenticated` (40) after `logout_user`.
+//! (63) after a shutdown, `Unauthenticated` (40) after `logout_user` (see the table); after
+//! `disconnect` it connects again first.
 //!
 //! # Errors
 //!
@@ -88,7 +88,7 @@
 //!
 //! | `DiagnosticEvent` | when |
 //! |---|---|
-//! | `Connected`, then `SignedIn` | the session's link signed in: when the client connects, after the link was lost, after the session moved to another node or signed in again after a logout; and after a `connect` that follows `disconnect` |
+//! | `Connected`, then `SignedIn` | the session's link signed in: when the client connects, after the link was lost, after the session moved to another node or signed in again after a logout; and after `disconnect`, at the next method or `connect` |
 //! | `SignedIn` | also after each successful `login_user` / `login_with_personal_access_token` (after a logout it may come twice: the link's and the login's) |
 //! | `Disconnected` | the session's link went down (the router brings it back at once), or `disconnect` |
 //! | `SignedOut` | `logout_user` |

@@ -29,7 +29,7 @@ pub(super) enum Session {
     SignedIn = 0,
     /// After `logout_user`, until a `login_*` with the client's own credentials.
     SignedOut = 1,
-    /// After `disconnect`, until `connect`.
+    /// After `disconnect`, until the next call or `connect`.
     Disconnected = 2,
     ShutDown = 3,
 }
@@ -191,23 +191,29 @@ impl Diagnostics {
 }
 
 impl Client {
-    /// The SDK's check before a call, with the SDK's errors: a client shut down is
-    /// `ClientShutdown`; one disconnected `Disconnected` where the SDK checks its session
-    /// first, else `NotConnected`; one signed out `Unauthenticated`, except for what the
-    /// server answers signed out (`ping`, the logins).
-    pub(super) fn admit(&self, needs: Needs) -> Result<(), IggyError> {
+    /// The SDK's check before a call, with the SDK's answers: a client shut down is
+    /// `ClientShutdown`. One disconnected connects again and signs in with the client's
+    /// credentials, as the SDK's next call does (iggy-route's links never closed). One
+    /// signed out is `Unauthenticated` where the SDK checks its session before sending;
+    /// a call the SDK sends anyway (`get_stats`, `get_cluster_metadata`) is refused by the
+    /// server, after which the SDK signs in again and sends it once more: here the session
+    /// signs in again and the call goes on.
+    pub(super) async fn admit(&self, needs: Needs) -> Result<(), IggyError> {
         if self.is_shut_down() {
             return Err(IggyError::ClientShutdown);
         }
-        match (self.sdk_state().session(), needs) {
+        let state = self.sdk_state();
+        match (state.session(), needs) {
             (Session::ShutDown, _) => Err(IggyError::ClientShutdown),
-            (Session::Disconnected, Needs::SignedIn) => Err(IggyError::Disconnected),
-            (Session::Disconnected, Needs::Connection | Needs::Server) => {
-                Err(IggyError::NotConnected)
+            (Session::Disconnected, _) => {
+                if state.move_session(Session::Disconnected, Session::SignedIn) {
+                    state.publish(DiagnosticEvent::Connected);
+                    state.publish(DiagnosticEvent::SignedIn);
+                }
+                Ok(())
             }
-            (Session::SignedOut, Needs::SignedIn | Needs::Server) => {
-                Err(IggyError::Unauthenticated)
-            }
+            (Session::SignedOut, Needs::SignedIn) => Err(IggyError::Unauthenticated),
+            (Session::SignedOut, Needs::Server) => self.login_as_self().await.map(|_| ()),
             (Session::SignedIn, _) | (Session::SignedOut, Needs::Connection) => Ok(()),
         }
     }
@@ -230,9 +236,9 @@ impl iggy_common::Client for Client {
         Ok(())
     }
 
-    /// Ends the SDK session (`Disconnected`): until `connect`, every trait method fails
-    /// with `Disconnected`. iggy-route's links stay open: they are the router's, shared
-    /// with the native methods and every clone; `shutdown` closes them.
+    /// Ends the SDK session (`Disconnected`): the next trait method (or `connect`) takes it
+    /// up again, as the SDK's does. iggy-route's links stay open: they are the router's,
+    /// shared with the native methods and every clone; `shutdown` closes them.
     async fn disconnect(&self) -> Result<(), IggyError> {
         let state = self.sdk_state();
         let disconnected = state.move_session(Session::SignedIn, Session::Disconnected)

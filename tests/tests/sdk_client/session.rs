@@ -185,25 +185,26 @@ async fn logins_logouts_disconnects_shutdown_and_their_events() {
         IggyError::InvalidUsername.as_code()
     );
 
+    // Signed out, as the SDK: what it checks its session for first is refused, and
+    // `get_stats`, which it sends anyway, signs it in again (the SDK does so when the
+    // server refuses it), after which everything works again.
     client.logout_user().await.unwrap();
     assert_eq!(
         code(client.get_streams().await),
         IggyError::Unauthenticated.as_code()
     );
-    assert_eq!(
-        code(client.get_stats().await),
-        IggyError::Unauthenticated.as_code()
-    );
     client.ping().await.unwrap();
+    client.get_stats().await.unwrap();
+    assert!(client.get_streams().await.unwrap().is_empty());
+    client.logout_user().await.unwrap();
     assert_eq!(client.login_user("iggy", "iggy").await.unwrap().user_id, 0);
     assert!(client.get_streams().await.unwrap().is_empty());
 
+    // Disconnected, as the SDK: the next call connects again and runs.
     client.disconnect().await.unwrap();
-    assert_eq!(
-        code(client.get_streams().await),
-        IggyError::Disconnected.as_code()
-    );
-    assert_eq!(code(client.ping().await), IggyError::NotConnected.as_code());
+    assert!(client.get_streams().await.unwrap().is_empty());
+    client.disconnect().await.unwrap();
+    client.ping().await.unwrap();
     client.disconnect().await.unwrap();
     client.connect().await.unwrap();
     client.create_stream("back").await.unwrap();
@@ -229,6 +230,14 @@ async fn logins_logouts_disconnects_shutdown_and_their_events() {
     let expected = [
         DiagnosticEvent::SignedIn,
         DiagnosticEvent::SignedOut,
+        DiagnosticEvent::SignedIn,
+        DiagnosticEvent::SignedOut,
+        DiagnosticEvent::SignedIn,
+        DiagnosticEvent::Disconnected,
+        DiagnosticEvent::Connected,
+        DiagnosticEvent::SignedIn,
+        DiagnosticEvent::Disconnected,
+        DiagnosticEvent::Connected,
         DiagnosticEvent::SignedIn,
         DiagnosticEvent::Disconnected,
         DiagnosticEvent::Connected,
