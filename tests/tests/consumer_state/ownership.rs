@@ -161,6 +161,59 @@ fn a_fenced_commit_syncs_again_and_is_no_error() {
     assert_eq!(step(&mut state, now), Asks::Sync);
 }
 
+/// A fenced commit dropped the partition's position; when the next sync listed the
+/// partition again in the same membership (the fence was the server's moment during a
+/// pause of its metadata leader), the member polled it from the group's stored offset and
+/// handed out again what it had handed out before the commit (seen on the real cluster:
+/// eleven messages twice in one membership). It now keeps the position, verified first.
+#[test]
+fn a_partition_listed_again_after_a_fenced_commit_hands_out_nothing_twice() {
+    let now = Instant::now();
+    let mut state = member(now, AutoCommit::AfterPoll, 1, &[0, 1]);
+    assert_eq!(step(&mut state, now), Asks::Poll(0, PollingStrategy::Next));
+    assert_eq!(
+        handed(&mut state, now, messages(0, 0..10), Some((1, &[0, 1]))),
+        10
+    );
+    assert_eq!(step(&mut state, now), Asks::Poll(1, PollingStrategy::Next));
+    handed(&mut state, now, messages(1, 0..10), Some((1, &[0, 1])));
+    assert_eq!(past_read(&mut state, now), Asks::Commit(0, 9));
+    state
+        .answer(now, refused(ErrorCode::ConsumerGroupPartitionNotOwned))
+        .unwrap();
+    assert_eq!(step(&mut state, now), Asks::Sync);
+    state.answer(now, assignment(1, &[0, 1])).unwrap();
+    // Whatever it asks next, nothing of partition 0 up to offset 9 comes out again.
+    let mut again = Vec::new();
+    for _ in 0..8 {
+        match settled(&mut state, now) {
+            Asks::Poll(0, _) => {
+                // Nothing was stored: the group's offset is where it was.
+                state.answer(now, messages(0, 0..12)).unwrap();
+            }
+            Asks::Poll(1, _) => state.answer(now, messages(1, 10..10)).unwrap(),
+            Asks::Commit(..) => state.answer(now, done()).unwrap(),
+            Asks::Wait => break,
+            other @ (Asks::Join
+            | Asks::Sync
+            | Asks::Poll(..)
+            | Asks::StoredOffset
+            | Asks::Listing
+            | Asks::ResolveStream) => panic!("asked {other:?}"),
+        }
+        again.extend(
+            std::iter::from_fn(|| state.next_message(now))
+                .filter(|m| m.partition_id == 0)
+                .map(|m| m.message.offset),
+        );
+    }
+    assert!(
+        again.iter().all(|offset| *offset >= 10),
+        "handed out twice: {again:?}"
+    );
+    assert_eq!(again, [10, 11], "and what follows is handed out");
+}
+
 /// A partition whose primary cannot store its offset once held up every other: with
 /// `AfterPoll` the commit comes before the partition's next poll, and after a failure the
 /// next step was the same write, again and again (seen on the real cluster while a node was

@@ -234,11 +234,21 @@ impl ConsumerState {
                 Ok(())
             }
             Err(error) if self.group().is_some() && is_fenced(&error) => {
-                // The partition went to another member, which reads on from the stored
-                // offset: nothing of it is ours to store or read now. Sync again.
+                // Another member's now: nothing of it is ours to store or read; sync again.
+                // Listed again in this membership (a fence of the server's moment, seen on
+                // the real cluster), it goes on after the last offset handed out, verified.
                 self.stats.commits_fenced += 1;
-                self.positions.remove(&partition);
                 self.ready.retain(|(_, m)| m.partition_id != partition);
+                match self.positions.get_mut(&partition) {
+                    Some(position) if position.handed_out.is_some() => {
+                        position.next = position.handed_out.map(|offset| offset + 1);
+                        position.verify = true;
+                        position.stored_read_at = None;
+                    }
+                    Some(_) | None => {
+                        self.positions.remove(&partition);
+                    }
+                }
                 self.resync();
                 Ok(())
             }
