@@ -222,6 +222,7 @@ async fn every_call_after_shutdown_fails_with_client_shutdown() {
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
+#[ignore = "varies with the SDK: its background reconnect fails some calls after disconnect, and what they would have stored changes later answers (4100, 3021); iggy-route's own answers are asserted in sdk_client's session test"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_after_disconnect_reconnect_and_succeed_as_the_sdks_do() {
     // The SDK's next call after `disconnect` reconnects, signs in with the connection
