@@ -19,6 +19,7 @@ use bytes::{Buf, BytesMut};
 use iggy_route_core::wire::{DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder, SendMessagesRequest};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
@@ -35,6 +36,8 @@ struct NodeRuntime {
     listener: Mutex<Option<JoinHandle<()>>>,
     connections: Mutex<BTreeMap<u64, JoinHandle<()>>>,
     reply_delay: Mutex<Duration>,
+    /// Paused (a stopped process): the kernel still accepts and buffers, nothing is served.
+    paused: watch::Sender<bool>,
 }
 
 /// What the driver tasks share with the [`TestCluster`] handle.
@@ -70,6 +73,13 @@ impl Shared {
 
     pub(crate) fn tls(&self) -> Option<&ServerTls> {
         self.tls.as_ref()
+    }
+
+    /// Returns once `node` is not paused (at once when it is not).
+    async fn running(&self, node: NodeId) {
+        let mut paused = self.node(node).paused.subscribe();
+        // The sender lives as long as `self`, so the wait ends only with a resume.
+        let _resumed = paused.wait_for(|paused| !*paused).await;
     }
 
     fn node(&self, node: NodeId) -> &NodeRuntime {
@@ -163,6 +173,7 @@ impl TestCluster {
                 listener: Mutex::new(None),
                 connections: Mutex::new(BTreeMap::new()),
                 reply_delay: Mutex::new(Duration::ZERO),
+                paused: watch::Sender::new(false),
             });
         }
         let shared = Arc::new(Shared {
@@ -229,6 +240,24 @@ impl TestCluster {
         }
         self.shared.state().set_node_running(node, false);
         self.close_connections(node).await;
+        // A killed process is not paused any more; it starts again running.
+        self.shared.node(node).paused.send_replace(false);
+    }
+
+    /// Pause a node, as SIGSTOP pauses a server process: its connections stay open and new
+    /// ones are still accepted (the kernel completes the handshake and buffers what the
+    /// client writes), but it reads, handles and answers nothing until [`Self::resume_node`].
+    /// Requests it had already handled have their replies held too. What a paused node was
+    /// sent is handled after the resume, with the cluster's state as it then is, even on a
+    /// connection the client has closed meanwhile: a closed socket's unread bytes are still
+    /// read. Electing other primaries while it is paused is the caller's (`set_primary`).
+    pub fn pause_node(&self, node: NodeId) {
+        self.shared.node(node).paused.send_replace(true);
+    }
+
+    /// Let a paused node go on where it stopped. A no-op if it is not paused.
+    pub fn resume_node(&self, node: NodeId) {
+        self.shared.node(node).paused.send_replace(false);
     }
 
     /// Restart a stopped node on the same port. A no-op if it is running.
@@ -383,6 +412,7 @@ async fn serve_tls(shared: Arc<Shared>, node: NodeId, id: u64, stream: TcpStream
     let Some(tls) = shared.tls() else {
         return;
     };
+    shared.running(node).await;
     let Some(stream) = tls.accept(node, id, stream).await else {
         return;
     };
@@ -399,6 +429,8 @@ where
     let mut decoder = FrameDecoder::new(DEFAULT_MAX_FRAME_SIZE);
     let mut buffer = BytesMut::with_capacity(64 * 1024);
     loop {
+        // A paused node neither reads nor handles: what the client sends waits in buffers.
+        connection.shared.running(connection.node).await;
         let mut input: &[u8] = &buffer;
         let available = input.len();
         let decoded = decoder.decode(&mut input);
@@ -447,6 +479,8 @@ where
                 if !delay.is_zero() {
                     tokio::time::sleep(delay).await;
                 }
+                // A node paused after it handled the request answers once resumed.
+                connection.shared.running(connection.node).await;
                 // TLS holds the reply's records until flushed; flushing TCP does nothing.
                 if stream.write_all(&reply).await.is_err() || stream.flush().await.is_err() {
                     return;

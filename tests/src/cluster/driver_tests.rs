@@ -154,3 +154,28 @@ async fn an_undecodable_frame_closes_the_connection() {
     let mut byte = [0u8; 1];
     assert_eq!(stream.read(&mut byte).await.unwrap_or(0), 0);
 }
+
+#[tokio::test]
+async fn a_paused_node_accepts_and_answers_only_once_resumed() {
+    let cluster = TestCluster::start(2).await;
+    let mut open = TcpStream::connect(cluster.addr(0)).await.unwrap();
+    ping(&mut open).await.unwrap();
+    cluster.pause_node(0);
+    // The kernel still completes a connect to a paused process.
+    let mut new = TcpStream::connect(cluster.addr(0)).await.unwrap();
+    let held = tokio::spawn(async move { ping(&mut new).await.map(|_| new) });
+    let silent = tokio::time::timeout(Duration::from_millis(200), ping(&mut open)).await;
+    assert!(silent.is_err(), "a paused node answered");
+    let mut other = TcpStream::connect(cluster.addr(1)).await.unwrap();
+    assert!(
+        ping(&mut other).await.is_ok(),
+        "the other node is not paused"
+    );
+    assert!(!held.is_finished());
+    cluster.resume_node(0);
+    let new = held.await.unwrap();
+    assert!(
+        new.is_ok(),
+        "the connect made while paused is answered after the resume"
+    );
+}
