@@ -1,6 +1,7 @@
 //! Chaos under load through the tokio adapter: several producers and a consumer run while
 //! partition primaries move every second, a node is stopped and restarted every few
-//! seconds and connections are dropped. At the end every acknowledged message is read back
+//! seconds, paused (now and then while another is stopped and restarted) and resumed, and
+//! connections are dropped. At the end every acknowledged message is read back
 //! exactly once, in order per partition and producer, and nothing is ever stored twice.
 //!
 //! `CHAOS_SECONDS` sets the length of the chaos phase (default 4, short for CI; the soak is
@@ -58,6 +59,40 @@ fn payload_of(id: u128) -> Bytes {
 
 fn message_id(producer: u64, sequence: u64) -> u128 {
     (u128::from(producer + 1) << 64) | u128::from(sequence)
+}
+
+/// A paused node and the ticks it was paused at and is resumed at.
+#[derive(Debug, Clone, Copy)]
+struct Pause {
+    node: usize,
+    since: u64,
+    until: u64,
+}
+
+/// Longest pause, in 250 ms ticks: a little past the attempt timeout (2 s), as the real
+/// nemesis's 15 s is past the real one (5 s).
+const PAUSE_TICKS_MAX: u64 = 12;
+/// How long a pause lasts before the other nodes elect new primaries, in ticks.
+const ELECTION_TICKS: u64 = 6;
+
+/// The partitions `node` leads move to the first node not in `out`.
+fn elect_away(cluster: &TestCluster, node: usize, out: &[Option<usize>]) {
+    let Some(heir) = (1..NODES)
+        .map(|step| (node + step) % NODES)
+        .find(|n| !out.contains(&Some(*n)))
+    else {
+        return;
+    };
+    for partition in 0..PARTITIONS {
+        let primary = cluster.primary(STREAM, TOPIC, partition);
+        assert!(
+            primary.is_some(),
+            "the chaos topic has partition {partition}"
+        );
+        if primary == Some(node) {
+            cluster.set_primary(STREAM, TOPIC, partition, heir);
+        }
+    }
 }
 
 /// A tiny seeded generator, so that a failing run can be repeated with its seed.
@@ -220,7 +255,7 @@ fn rss_kib(field: &str) -> Option<u64> {
 }
 
 #[test]
-fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_links() {
+fn acknowledged_messages_survive_moved_primaries_stopped_and_paused_nodes_and_cut_links() {
     iggy_route_tests::error_events::install();
     let seconds: u64 = std::env::var("CHAOS_SECONDS")
         .ok()
@@ -273,9 +308,14 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
             })
         };
 
-        // Chaos: every 250 ms one event, chosen by the seeded dice.
+        // Chaos: every 250 ms one event, chosen by the seeded dice. A pause is a stopped
+        // process (SIGSTOP): its links stay open and silent; one that outlasts the election
+        // time loses its partitions to the other nodes, as the real cluster's do. A stop
+        // drawn while a node is paused is the real nemesis's restart while paused.
         let mut dice = Dice(seed | 1);
-        let mut stopped: Option<(usize, u32)> = None;
+        let mut pauses = 0u32;
+        let mut stopped: Option<(usize, u64)> = None;
+        let mut paused: Option<Pause> = None;
         for tick in 0..seconds * 4 {
             tokio::time::sleep(Duration::from_millis(250)).await;
             // Every 30 s, how much is stored against how much memory is resident: the soak's
@@ -289,36 +329,52 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
                 );
             }
             if let Some((node, since)) = stopped
-                && tick - u64::from(since) >= 4
+                && tick - since >= 4
             {
                 cluster.restart_node(node).await;
                 stopped = None;
             }
-            match dice.next(4) {
+            if let Some(pause) = paused.as_mut() {
+                if tick - pause.since == ELECTION_TICKS && pause.until - pause.since > ELECTION_TICKS {
+                    let out = [Some(pause.node), stopped.map(|s| s.0)];
+                    elect_away(&cluster, pause.node, &out);
+                }
+                if tick >= pause.until && stopped.is_none() {
+                    cluster.resume_node(pause.node);
+                    pauses += 1;
+                    paused = None;
+                }
+            }
+            let out = [paused.map(|p| p.node), stopped.map(|s| s.0)];
+            let up: Vec<usize> = (0..NODES).filter(|n| !out.contains(&Some(*n))).collect();
+            match dice.next(5) {
                 0 | 1 => {
                     let partition = u32::try_from(dice.next(u64::from(PARTITIONS))).unwrap();
-                    let live: Vec<usize> = (0..NODES).filter(|n| Some(*n) != stopped.map(|s| s.0)).collect();
-                    let node = live[usize::try_from(dice.next(live.len() as u64)).unwrap()];
+                    let node = up[usize::try_from(dice.next(up.len() as u64)).unwrap()];
                     cluster.set_primary(STREAM, TOPIC, partition, node);
                 }
                 2 if stopped.is_none() => {
-                    let node = usize::try_from(dice.next(NODES as u64)).unwrap();
+                    let node = up[usize::try_from(dice.next(up.len() as u64)).unwrap()];
                     cluster.stop_node(node).await;
                     // The cluster fails over: the stopped node's partitions get new primaries.
-                    for partition in 0..PARTITIONS {
-                        let primary = cluster.primary(STREAM, TOPIC, partition);
-                        assert!(primary.is_some(), "the chaos topic has partition {partition}");
-                        if primary == Some(node) {
-                            cluster.set_primary(STREAM, TOPIC, partition, (node + 1) % NODES);
-                        }
-                    }
-                    stopped = Some((node, u32::try_from(tick).unwrap()));
+                    elect_away(&cluster, node, &[Some(node), paused.map(|p| p.node)]);
+                    stopped = Some((node, tick));
                 }
-                _ => cluster.drop_connections(usize::try_from(dice.next(NODES as u64)).unwrap()),
+                3 if paused.is_none() && stopped.is_none() => {
+                    let node = usize::try_from(dice.next(NODES as u64)).unwrap();
+                    let ticks = 1 + dice.next(PAUSE_TICKS_MAX);
+                    cluster.pause_node(node);
+                    paused = Some(Pause { node, since: tick, until: tick + ticks });
+                }
+                _ => cluster.drop_connections(up[usize::try_from(dice.next(up.len() as u64)).unwrap()]),
             }
         }
         if let Some((node, _)) = stopped {
             cluster.restart_node(node).await;
+        }
+        if let Some(pause) = paused {
+            cluster.resume_node(pause.node);
+            pauses += 1;
         }
         *stop.lock().unwrap() = true;
         let mut books = Vec::new();
@@ -347,8 +403,8 @@ fn acknowledged_messages_survive_moving_primaries_stopped_nodes_and_dropped_link
         assert_eq!(totals.acknowledged, acknowledged);
         let stats = client.stats();
         println!(
-            "chaos: {seconds} s, {acknowledged} acknowledged, {unknown} unknown (of which {} stored), \
-             {failed} failed sends, {polls} polls, {} refusals, {} session moves, {} reconnects; \
+            "chaos: {seconds} s, {pauses} pauses, {acknowledged} acknowledged, {unknown} unknown \
+             (of which {} stored), {failed} failed sends, {polls} polls, {} refusals, {} session moves, {} reconnects; \
              read back {} stored messages, each once and in order per producer, every acknowledged \
              one among them; cluster refused {} sends; peak RSS {} MiB",
             totals.read - totals.acknowledged,
