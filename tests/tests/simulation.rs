@@ -98,6 +98,9 @@ fn every_seed_keeps_every_invariant() {
         total.members_shut_down += report.members_shut_down;
         total.second_consumers_refused += report.second_consumers_refused;
         total.member_spin_waits += report.member_spin_waits;
+        total.pauses += report.pauses;
+        total.paused_reads += report.paused_reads;
+        total.paused_reads_closed += report.paused_reads_closed;
         total.keyed_after_change += report.keyed_after_change;
         total.keyed_stale += report.keyed_stale;
         total.keyed_stale_late += report.keyed_stale_late;
@@ -193,6 +196,11 @@ fn every_seed_keeps_every_invariant() {
         total.keyed_changes_announced,
         total.keyed_changes_silent
     );
+    println!(
+        "paused nodes: {} pauses, {} writes read after the resume ({} of them on links \
+         their router had closed meanwhile)",
+        total.pauses, total.paused_reads, total.paused_reads_closed
+    );
     println!("seeds: {}", seeds.len());
     if let Some(mut out) = hashes {
         out.flush().expect("SIM_HASHES: write failed");
@@ -262,6 +270,15 @@ fn check_coverage(total: &SimReport) {
         (
             "keyed routers moved to the new count with their event",
             total.keyed_changes_announced,
+        ),
+        ("pauses of a node", total.pauses),
+        (
+            "writes a paused node read after its resume",
+            total.paused_reads,
+        ),
+        (
+            "writes read after a resume on links their router had closed",
+            total.paused_reads_closed,
         ),
     ];
     let missing: Vec<&str> = met

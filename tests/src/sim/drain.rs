@@ -89,7 +89,7 @@ impl Simulation {
                         "router {index} closes {link}, which it never opened"
                     ));
                 }
-                self.nodes.close(id);
+                self.router_closed(id);
                 if let Some(node) = self.wiretap.unsigned_node(index, link) {
                     // A login that timed out: the attempt to reach that node failed.
                     self.connect_failed_node = Some(node);

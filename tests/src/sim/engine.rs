@@ -17,6 +17,7 @@ use super::network::{ConnId, Delivery, Network};
 use super::nodes::{SimNodes, SimTopic};
 use super::ops::Ops;
 use super::opsbook::OpsBook;
+use super::pauses::Pauses;
 use super::rng::SimRng;
 use super::scenario::{NODES, PARTITIONS, Scenario};
 use super::trace::Trace;
@@ -52,6 +53,8 @@ pub(super) struct Simulation {
     pub(super) step: u64,
     pub(super) network: Network,
     pub(super) nodes: SimNodes,
+    /// What paused nodes hold (`pauses.rs`).
+    pub(super) pauses: Pauses,
     pub(super) topic: SimTopic,
     pub(super) routers: Vec<Router>,
     pub(super) configs: Vec<Config>,
@@ -123,6 +126,7 @@ impl Simulation {
             step: 0,
             network,
             nodes,
+            pauses: Pauses::new(NODES),
             topic,
             routers: Vec::new(),
             configs,
@@ -297,16 +301,12 @@ impl Simulation {
             }
             Delivery::ToNode(id, bytes) => {
                 let node = self.network.node_of(id).unwrap_or(usize::MAX);
-                self.trace_conn(id, format_args!("to n{node} {}B", bytes.len()));
-                let micros = EPOCH_MICROS + self.now.as_micros() as u64;
-                let received = self.nodes.receive(id, &bytes, self.now, micros);
-                let reply_at = self.now + self.nodes.reply_delay(node) + received.commit_delay;
-                for reply in received.replies {
-                    self.network.reply(reply_at, id, reply);
-                }
-                if received.close {
-                    self.trace_conn(id, format_args!("node closes"));
-                    self.cut(id);
+                if self.pauses.is_paused(node) {
+                    self.trace_conn(id, format_args!("to paused n{node} {}B", bytes.len()));
+                    self.pauses.hold(node, id, bytes);
+                } else {
+                    self.trace_conn(id, format_args!("to n{node} {}B", bytes.len()));
+                    self.node_reads(node, id, &bytes);
                 }
             }
             Delivery::ToRouter(id, bytes) => {
@@ -333,6 +333,42 @@ impl Simulation {
         }
     }
 
+    /// `node` reads `bytes` from `id` and answers.
+    fn node_reads(&mut self, node: usize, id: ConnId, bytes: &[u8]) {
+        let micros = EPOCH_MICROS + self.now.as_micros() as u64;
+        let received = self.nodes.receive(id, bytes, self.now, micros);
+        let reply_at = self.now + self.nodes.reply_delay(node) + received.commit_delay;
+        for reply in received.replies {
+            self.network.reply(reply_at, id, reply);
+        }
+        if received.close {
+            self.trace_conn(id, format_args!("node closes"));
+            self.cut(id);
+        }
+    }
+
+    /// The router closed `id`: the node forgets it, after reading what it holds of it if
+    /// it is paused.
+    pub(super) fn router_closed(&mut self, id: ConnId) {
+        let node = self.network.node_of(id).unwrap_or(usize::MAX);
+        if !self.pauses.defer_close(node, id) {
+            self.nodes.close(id);
+        }
+    }
+
+    /// `node` resumes: it reads what it was sent while paused, then closes what the routers
+    /// closed meanwhile.
+    fn resume(&mut self, node: usize) {
+        let resumed = self.pauses.resume(node);
+        for (id, bytes) in resumed.held {
+            self.trace_conn(id, format_args!("resumed n{node} reads {}B", bytes.len()));
+            self.node_reads(node, id, &bytes);
+        }
+        for id in resumed.closed {
+            self.nodes.close(id);
+        }
+    }
+
     fn trace_conn(&mut self, id: ConnId, args: std::fmt::Arguments<'_>) {
         self.trace
             .line(self.now, format_args!("r{} {} {args}", id.router, id.link));
@@ -341,6 +377,7 @@ impl Simulation {
     /// Break a connection on both sides: the node forgets it now, the router hears later.
     pub(super) fn cut(&mut self, id: ConnId) {
         self.network.cut(self.now, id);
+        self.pauses.cut(id);
         if self.nodes.holds_membership(self.topic, id) {
             // The nodes end that membership now; the router hears of it only later, and
             // may end it itself first (a leave closing a busy member link), counting no loss.
@@ -361,16 +398,38 @@ impl Simulation {
                 }
             }
             Fault::StopNode(node) => {
+                for id in self.pauses.kill(node) {
+                    self.nodes.close(id);
+                }
                 self.nodes.stop(node);
                 for id in self.network.open_to(node) {
                     self.cut(id);
                 }
             }
             Fault::RestartNode(node) => self.nodes.restart(node),
+            // An election never picks a node that cannot take part in it.
+            Fault::MovePrimary { node, .. } | Fault::MoveLeader(node)
+                if self.pauses.is_paused(node) =>
+            {
+                self.trace
+                    .line(self.now, format_args!("n{node} is paused: not elected"));
+            }
             Fault::MovePrimary { partition, node } => {
                 self.nodes.set_primary(self.topic, partition, node);
             }
             Fault::MoveLeader(node) => self.nodes.state.set_metadata_leader(node),
+            Fault::PauseNode(node) => self.pauses.pause(node),
+            Fault::ResumeNode(node) => self.resume(node),
+            Fault::ElectAway { from, to } => {
+                for partition in 0..self.topic.partitions {
+                    if self.nodes.primary(self.topic, partition) == Some(from) {
+                        self.nodes.set_primary(self.topic, partition, to);
+                    }
+                }
+                if self.nodes.state.metadata_leader() == from {
+                    self.nodes.state.set_metadata_leader(to);
+                }
+            }
             Fault::SlowNode { node, delay } => self.nodes.set_reply_delay(node, delay),
             Fault::RoutingCommands(enabled) => self.nodes.state.set_routing_commands(enabled),
             Fault::Misbehave {
@@ -500,6 +559,9 @@ impl Simulation {
             members_shut_down: members.shut_down,
             second_consumers_refused: members.refused,
             member_spin_waits: members.spin_waits,
+            pauses: self.pauses.resumes,
+            paused_reads: self.pauses.reads,
+            paused_reads_closed: self.pauses.reads_closed,
             ..self.keyed.report()
         }
     }

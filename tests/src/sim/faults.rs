@@ -1,6 +1,6 @@
-//! The seeded fault schedule: cut connections, stopped and restarted nodes, partition
-//! primaries and the metadata leader moving, slow nodes, and the routing commands switched
-//! off and on. It is drawn up front from the seed; faults that pick "some connection" pick
+//! The seeded fault schedule: cut connections, stopped and restarted nodes, paused and
+//! resumed nodes, partition primaries and the metadata leader moving, slow nodes, and the
+//! routing commands switched off and on. It is drawn up front from the seed; faults that pick "some connection" pick
 //! by a drawn number at the moment they strike, so the schedule stays a pure function of
 //! the seed.
 
@@ -55,7 +55,24 @@ pub enum Fault {
         /// Chooses the connection (and the stray's request number).
         pick: u64,
     },
+    /// Pause a node (`pauses.rs`): silent, its connections up, what it is sent held.
+    PauseNode(usize),
+    /// Resume a paused node: it reads and answers what it was sent meanwhile.
+    ResumeNode(usize),
+    /// The other nodes elect without a paused one: its partitions and, if it leads the
+    /// metadata, the metadata move to `to`.
+    ElectAway {
+        /// The paused node.
+        from: usize,
+        /// The node elected in its place.
+        to: usize,
+    },
 }
+
+/// How long a pause lasts before the other nodes elect in the paused node's place: a
+/// little past the routers' attempt timeout (400 ms), as on the real cluster a pause of
+/// several times its 5 s sets off an election and one under it does not.
+const ELECTION_AFTER: Duration = Duration::from_millis(500);
 
 /// Faults in time order.
 #[derive(Debug)]
@@ -128,6 +145,7 @@ impl FaultSchedule {
             at += rng.duration(gap_min, gap_max);
         }
         adversarial_faults(scenario, until, &mut faults);
+        pause_faults(scenario, until, &mut faults);
         // A stable sort keeps a stop before a restart scheduled for the same instant.
         faults.sort_by_key(|(at, _)| *at);
         Self {
@@ -200,5 +218,33 @@ fn adversarial_faults(scenario: &Scenario, until: Duration, faults: &mut Vec<(Du
             _ => {}
         }
         at += rng.duration(Duration::from_millis(100), Duration::from_millis(900));
+    }
+}
+
+/// Pauses, drawn from a stream of their own so that the other faults of a seed stay what
+/// they were: in about half the seeds with faults, pauses one after another, mostly short
+/// (some over before any link gives up, some past the election), now and then past the
+/// routers' request timeout. They may overlap a stopped node, as the real nemesis's
+/// restart while paused does; a stop of the paused node ends its pause.
+fn pause_faults(scenario: &Scenario, until: Duration, faults: &mut Vec<(Duration, Fault)>) {
+    let mut rng = SimRng::new(scenario.seed, 0x9A05_ED00);
+    if scenario.fault_gap().is_none() || !rng.chance(50) {
+        return;
+    }
+    let mut at = rng.duration(Duration::from_millis(100), Duration::from_millis(1_000));
+    while at < until {
+        let node = rng.index(NODES);
+        let lasts = if rng.chance(15) {
+            rng.duration(Duration::from_millis(3_000), Duration::from_millis(5_000))
+        } else {
+            rng.duration(Duration::from_millis(50), Duration::from_millis(1_200))
+        };
+        faults.push((at, Fault::PauseNode(node)));
+        if lasts > ELECTION_AFTER {
+            let to = (node + 1 + rng.index(NODES - 1)) % NODES;
+            faults.push((at + ELECTION_AFTER, Fault::ElectAway { from: node, to }));
+        }
+        faults.push((at + lasts, Fault::ResumeNode(node)));
+        at += lasts + rng.duration(Duration::from_millis(200), Duration::from_millis(1_500));
     }
 }

@@ -292,7 +292,9 @@ impl Simulation {
         else {
             return;
         };
-        let routers = self.nodes.group_members(topic, GROUP);
+        let routers = self
+            .nodes
+            .group_members(topic, GROUP, &|id| self.pauses.is_closing(id));
         let assignment: Vec<(Option<usize>, Vec<u32>)> =
             routers.into_iter().zip(partitions).collect();
         let at = (self.step, self.now);
@@ -326,7 +328,9 @@ impl Simulation {
                 owned.member
             ));
         }
-        let members = self.nodes.group_members(self.topic, GROUP);
+        let members = self
+            .nodes
+            .group_members(self.topic, GROUP, &|id| self.pauses.is_closing(id));
         for router in 0..self.routers.len() {
             let raw = self.raw_joiners.get(router).copied().unwrap_or(true);
             if !raw && members.contains(&Some(router)) {

@@ -34,6 +34,7 @@ pub mod nodes;
 pub mod ops;
 pub mod opsbook;
 mod opsrun;
+pub mod pauses;
 pub mod rng;
 pub mod scenario;
 pub mod trace;
@@ -146,6 +147,12 @@ pub struct SimReport {
     /// Member steps that asked, a second time in a row, to wait until now: an adapter's
     /// loop would spin (see `memberrun.rs`).
     pub member_spin_waits: u64,
+    /// Pauses of a node that ended with its resume (`pauses.rs`).
+    pub pauses: u64,
+    /// Writes a paused node read after its resume.
+    pub paused_reads: u64,
+    /// Of those, writes on links their router had closed while the node was silent.
+    pub paused_reads_closed: u64,
 }
 
 /// How to run a seed.

@@ -130,8 +130,14 @@ impl SimNodes {
     }
 
     /// The members of group `group` of `topic`, each as the router whose connection signed
-    /// in with the member's client id (`None`: no open connection did).
-    pub fn group_members(&self, topic: SimTopic, group: u32) -> Vec<Option<usize>> {
+    /// in with the member's client id (`None`: no open connection did, or only one the
+    /// router has closed and a paused node has not yet seen close: `closing`).
+    pub fn group_members(
+        &self,
+        topic: SimTopic,
+        group: u32,
+        closing: &dyn Fn(ConnId) -> bool,
+    ) -> Vec<Option<usize>> {
         let Ok(found) = self
             .state
             .catalog
@@ -148,10 +154,12 @@ impl SimNodes {
             .map(|member| {
                 self.conns
                     .iter()
-                    .find(|(_, conn)| {
-                        conn.model
-                            .binding()
-                            .is_some_and(|binding| binding.client_id == member.client)
+                    .find(|(id, conn)| {
+                        !closing(**id)
+                            && conn
+                                .model
+                                .binding()
+                                .is_some_and(|binding| binding.client_id == member.client)
                     })
                     .map(|(id, _)| id.router)
             })
@@ -214,6 +222,15 @@ impl SimNodes {
         if let Ok(found) = found {
             found.primary = node;
         }
+    }
+
+    /// The primary of a partition of `topic`, if the partition exists.
+    pub fn primary(&self, topic: SimTopic, partition: u32) -> Option<usize> {
+        self.state
+            .catalog
+            .partition(Lookup::Id(topic.stream), Lookup::Id(topic.topic), partition)
+            .ok()
+            .map(|found| found.primary)
     }
 
     /// Whether `node` is running.

@@ -124,7 +124,11 @@ impl Simulation {
         }
         // A router is at most one member of the group: a join it answered or gave up on
         // never leaves a second identity in the group.
-        let members = self.nodes.group_members(self.topic, super::ops::GROUP);
+        let members = self
+            .nodes
+            .group_members(self.topic, super::ops::GROUP, &|id| {
+                self.pauses.is_closing(id)
+            });
         for router in 0..self.routers.len() {
             let held = members.iter().filter(|m| **m == Some(router)).count();
             if held > 1 {
