@@ -341,6 +341,38 @@ fn a_batch_whose_origin_timestamps_span_more_than_a_delta_holds_is_refused() {
     assert!(router.submit(t0, batch(&[1, widest + 1])).is_ok());
 }
 
+/// A user-header block that is no list of headers (sealed by an encryptor, or the
+/// program's own bytes) was refused at submit; the server stores any block unread, and the
+/// SDK's encryption sends exactly such blocks. Only the size is bounded.
+#[test]
+fn a_header_block_is_sent_as_given_and_only_its_size_is_bounded() {
+    let t0 = origin();
+    let mut router = iggy_route_core::Router::new(config(), 1, t0);
+    let with_headers = |block: Vec<u8>| {
+        Request::Send(SendRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::Balanced,
+            messages: vec![Message {
+                user_headers: block.into(),
+                ..Message::new("m")
+            }],
+        })
+    };
+    for block in [vec![0xff, 0, 1, 2], vec![1, 2, 3], vec![0; 100_000]] {
+        assert!(router.submit(t0, with_headers(block)).is_ok());
+    }
+    assert_eq!(
+        router
+            .submit(t0, with_headers(vec![0; 100_001]))
+            .unwrap_err(),
+        SubmitError::Invalid(WireError::InvalidLength {
+            field: "user headers",
+            len: 100_001,
+        })
+    );
+}
+
 // --- refusal ----------------------------------------------------------------------------
 
 #[test]

@@ -33,7 +33,9 @@ pub struct Message {
     pub payload: Bytes,
     /// The user headers as the wire carries them (the block [`UserHeaders::encode`]
     /// writes); may be empty. [`Message::with_headers`] and [`Message::headers`] are the
-    /// typed way in and out.
+    /// typed way in and out. A send takes any block of at most 100,000 bytes as it is,
+    /// without reading it, as the server stores it: a block sealed by an encryptor, or
+    /// any bytes of the program's own, goes out and comes back unchanged.
     pub user_headers: Bytes,
 }
 
