@@ -36,6 +36,10 @@ pub struct Client {
     /// its events, its consumer-group cursors): see the `sdk` module.
     #[cfg(feature = "sdk")]
     sdk: Arc<crate::sdk::SdkState>,
+    /// Seals payloads and user headers on send and opens them on poll through the SDK's
+    /// traits, as the SDK's `IggyClient` does with one: see [`Client::with_encryptor`].
+    #[cfg(feature = "sdk")]
+    encryptor: Option<Arc<iggy_common::EncryptorKind>>,
 }
 
 /// Writes an async method of [`Client`] for each entry of
@@ -123,6 +127,8 @@ impl Client {
             request_timeout,
             #[cfg(feature = "sdk")]
             sdk,
+            #[cfg(feature = "sdk")]
+            encryptor: None,
         };
         // The driver answers as soon as the core reports the session signed in, or the
         // credentials refused for good, or a TLS handshake failed in a way that retrying
@@ -261,6 +267,38 @@ impl Client {
     #[cfg(feature = "sdk")]
     pub(crate) fn sdk_state(&self) -> &crate::sdk::SdkState {
         &self.sdk
+    }
+
+    /// This client with the SDK's payload encryption (feature `sdk`): through the SDK's
+    /// `MessageClient` trait, `send_messages` seals each message's payload and user-header
+    /// block with `encryptor` (writing the sealed bytes back into the caller's messages, as
+    /// the SDK's `IggyClient` does) and `poll_messages` opens them, failing the poll with
+    /// `CannotDecryptData` when a message was not sealed with this key. Data written by the
+    /// SDK with an encryptor reads the same through a client with the same key, and the
+    /// other way round. The native `send` and `poll` move bytes as given; clones made
+    /// before this call do not encrypt.
+    ///
+    /// ```no_run
+    /// # async fn example(config: iggy_route_core::Config) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use iggy_route_tokio::iggy_common::{Aes256GcmEncryptor, EncryptorKind};
+    ///
+    /// let key = [7u8; 32];
+    /// let encryptor = Arc::new(EncryptorKind::Aes256Gcm(Aes256GcmEncryptor::new(&key)?));
+    /// let client = iggy_route_tokio::Client::connect(config).await?.with_encryptor(encryptor);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "sdk")]
+    #[must_use]
+    pub fn with_encryptor(mut self, encryptor: Arc<iggy_common::EncryptorKind>) -> Self {
+        self.encryptor = Some(encryptor);
+        self
+    }
+
+    /// The encryptor of [`Client::with_encryptor`], if any.
+    #[cfg(feature = "sdk")]
+    pub(crate) fn encryptor(&self) -> Option<&iggy_common::EncryptorKind> {
+        self.encryptor.as_deref()
     }
 
     /// Every listed operation's method ends here: stamps the call with the adapter's clock,

@@ -18,6 +18,7 @@ use super::convert_messages::{
     route_consumer, route_identifier, route_messages, route_partitioning, route_strategy,
     sdk_polled,
 };
+use super::encryption::{open_polled, seal_messages};
 use super::session::Needs;
 use crate::Client;
 
@@ -164,29 +165,34 @@ impl MessageClient for Client {
         let stream = route_identifier(stream_id)?;
         let topic = route_identifier(topic_id)?;
         let routed_consumer = route_consumer(consumer)?;
-        if consumer.kind == ConsumerKind::ConsumerGroup && partition_id.is_none() {
+        let mut polled = if consumer.kind == ConsumerKind::ConsumerGroup && partition_id.is_none() {
             let key = (stream, topic, routed_consumer.id.clone());
-            return self
-                .poll_group(key, routed_consumer, strategy_for, count, auto_commit)
-                .await;
-        }
-        let request = PollRequest {
-            consumer: routed_consumer,
-            stream,
-            topic,
-            partition_id,
-            strategy: route_strategy(&strategy_for(partition_id.unwrap_or(0))),
-            count,
-            auto_commit,
+            self.poll_group(key, routed_consumer, strategy_for, count, auto_commit)
+                .await?
+        } else {
+            let request = PollRequest {
+                consumer: routed_consumer,
+                stream,
+                topic,
+                partition_id,
+                strategy: route_strategy(&strategy_for(partition_id.unwrap_or(0))),
+                count,
+                auto_commit,
+            };
+            let polled = Client::poll_request(self, request)
+                .await
+                .map_err(IntoIggyError::into_iggy_error)?;
+            sdk_polled(polled)
         };
-        let polled = Client::poll_request(self, request)
-            .await
-            .map_err(IntoIggyError::into_iggy_error)?;
-        Ok(sdk_polled(polled))
+        if let Some(encryptor) = self.encryptor() {
+            open_polled(encryptor, &mut polled)?;
+        }
+        Ok(polled)
     }
 
     /// The native `send`, on the partition's primary. Messages without an id get one,
-    /// written back into `messages` as the SDK does.
+    /// written back into `messages` as the SDK does; with an encryptor, so are the sealed
+    /// payloads and headers.
     async fn send_messages(
         &self,
         stream_id: &Identifier,
@@ -198,6 +204,12 @@ impl MessageClient for Client {
         let stream = route_identifier(stream_id)?;
         let topic = route_identifier(topic_id)?;
         let partitioning = route_partitioning(partitioning)?;
+        if let Some(encryptor) = self.encryptor() {
+            if messages.is_empty() {
+                return Err(IggyError::InvalidMessagesCount);
+            }
+            seal_messages(encryptor, messages)?;
+        }
         let routed = route_messages(messages)?;
         let receipt = Client::send(self, stream.clone(), topic.clone(), partitioning, routed)
             .await

@@ -40,8 +40,8 @@
 //! | `create_topic` | `CREATE_TOPIC` on the metadata leader, as the native `create_topic`, carrying the SDK's options block: every option set (`message_expiry`, `compression_algorithm`, `max_topic_size`, `segment_size`, the durabilities the SDK always sends, `raw`, ...) goes out as the SDK sends it; none is dropped. `partitions_count` unset is the SDK's default, 1. |
 //! | `update_topic` | Native for the typed settings (encoded as the SDK encodes them); with `raw` keys, `UPDATE_TOPIC` carrying the SDK's options block. |
 //! | `create_partitions`, `delete_partitions`, `delete_segments` | Native. |
-//! | `poll_messages`, `poll_messages_with_strategy_for` | Native `poll_request`, `auto_commit` included (an auto-commit poll goes to the partition's primary). A consumer-group poll without a partition reads the member's assignment (`SYNC_CONSUMER_GROUP`) and polls its partitions in turn, as the SDK does: not a member is `ConsumerGroupMemberNotFound`, a member without partitions an empty poll for `NO_ASSIGNED_PARTITION`, a re-sync answer reads the assignment again once. |
-//! | `send_messages` | Native `send`, on the partition's primary, the partition chosen by the SDK's rules. A message with id 0 gets a fresh UUID, written back into the caller's message as the SDK does. The answer holds the batch's confirmation (see [Differences](#differences)). |
+//! | `poll_messages`, `poll_messages_with_strategy_for` | Native `poll_request`, `auto_commit` included (an auto-commit poll goes to the partition's primary). A consumer-group poll without a partition reads the member's assignment (`SYNC_CONSUMER_GROUP`) and polls its partitions in turn, as the SDK does: not a member is `ConsumerGroupMemberNotFound`, a member without partitions an empty poll for `NO_ASSIGNED_PARTITION`, a re-sync answer reads the assignment again once. With an encryptor, every payload and user-header block polled is opened (see [Encryption](#encryption)). |
+//! | `send_messages` | Native `send`, on the partition's primary, the partition chosen by the SDK's rules. A message with id 0 gets a fresh UUID, written back into the caller's message as the SDK does. A user-header block goes out as given (the server never reads it), of at most 100,000 bytes. With an encryptor, payloads and header blocks are sealed first (see [Encryption](#encryption)). The answer holds the batch's confirmation (see [Differences](#differences)). |
 //! | `flush_unsaved_buffer` | Native, on the partition's primary (the 0.11.0 server answers `FeatureUnavailable`). |
 //! | `store_consumer_offset` | Native `store_offset` on the partition's primary. **Without a partition: `ResourceNotFound` (20)**, nothing sent, as the 0.11.0 server answers it. |
 //! | `get_consumer_offset`, `delete_consumer_offset` | Native. |
@@ -50,6 +50,17 @@
 //! Before sending, every method checks the SDK session as the SDK does: `ClientShutdown`
 //! (63) after a shutdown, `Unauthenticated` (40) after `logout_user` (see the table); after
 //! `disconnect` it connects again first.
+//!
+//! # Encryption
+//!
+//! [`Client::with_encryptor`](crate::Client::with_encryptor) takes the SDK's
+//! `EncryptorKind`, as `IggyClientBuilder::with_encryptor` does, and then does what the SDK's
+//! `IggyClient` does with it: `send_messages` seals each message's payload and user-header
+//! block, each with a fresh nonce, and writes them back into the caller's messages;
+//! `poll_messages` opens them, and fails with `CannotDecryptData` (a message sealed with
+//! another key, or not sealed) as the SDK's does, never a panic on a payload too short to
+//! hold a nonce. A topic written by either client with a key reads the same through the
+//! other with that key. The native `send` and `poll` move bytes as given.
 //!
 //! # Errors
 //!
@@ -116,6 +127,7 @@ mod bodies;
 mod convert_admin;
 mod convert_messages;
 mod convert_users;
+mod encryption;
 mod errors;
 mod groups;
 mod impl_groups;

@@ -240,7 +240,7 @@ pub(crate) fn unusual_sends(
     })
 }
 
-#[ignore = "open break: keys and header blocks the SDK sends are refused before sending"]
+#[ignore = "open break: keys the SDK's own constructor refuses (empty, a length that lies) and header blocks over 100,000 bytes are refused before sending; header blocks that are not TLV are now sent"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_and_headers_the_sdk_sends_are_sent_not_refused() {
     let (sdk, route) = sdk_vs_route(3, unusual_sends).await;
