@@ -149,6 +149,19 @@ impl RealCluster {
         config
     }
 
+    /// `iggy://user:password@address` of `node`, as the SDK 0.11.0 parses a connection
+    /// string (one address); `None` on a TLS cluster, whose options it would need too.
+    pub fn sdk_connection_string(&self, node: usize) -> Option<String> {
+        if self.tls.is_some() {
+            return None;
+        }
+        let address = &self.nodes[node % self.nodes.len()];
+        Some(format!(
+            "iggy://{}:{}@{address}",
+            self.username, self.password
+        ))
+    }
+
     /// A client of `adapter` whose coordinator is `node`.
     ///
     /// # Panics

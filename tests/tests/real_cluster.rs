@@ -21,6 +21,9 @@ mod raw_commands;
 #[path = "real_cluster/groups.rs"]
 mod groups;
 
+#[path = "real_cluster/sdk_interop.rs"]
+mod sdk_interop;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
