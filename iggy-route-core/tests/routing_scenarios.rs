@@ -614,6 +614,57 @@ fn a_refusal_before_discovery_began_still_bars_that_node_after_another_fails() {
     assert_eq!(drain(&mut routing), [format!("write {id} -> node2")]);
 }
 
+/// A lookup that keeps naming a node that cannot take the write (silent, or refusing for
+/// long) was asked again every 5 ms for as long as it lasted: dozens of lookups a second
+/// per partition. The rechecks now double while the answer stays the same, up to
+/// `route_backoff_max`.
+#[test]
+fn rechecks_of_the_same_stale_answer_slow_down_to_the_backoff_cap() {
+    let t0 = origin();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    drain(&mut routing);
+    let stale = RouteAnswer::Primary {
+        node: NodeId(0),
+        watermark: 0,
+    };
+    let mut now = t0;
+    let mut lookups = 0u32;
+    let mut gaps = Vec::new();
+    let mut last_lookup = t0;
+    while now < t0 + Duration::from_secs(10) {
+        routing.handle_result(now, id, Target::Node(NodeId(0)), Attempt::NotSent);
+        drain(&mut routing);
+        routing.handle_route(now, &partition(0), stale_answer(&stale));
+        drain(&mut routing);
+        loop {
+            now = routing.poll_timeout().unwrap();
+            routing.handle_timeout(now);
+            let decisions = drain(&mut routing);
+            if decisions == ["lookup 0"] {
+                lookups += 1;
+                gaps.push(now - last_lookup);
+                last_lookup = now;
+                routing.handle_route(now, &partition(0), stale_answer(&stale));
+                drain(&mut routing);
+                continue;
+            }
+            assert_eq!(decisions, [format!("write {id} -> node0")]);
+            break;
+        }
+    }
+    assert!(lookups <= 40, "{lookups} rechecks in 10 s: {gaps:?}");
+    assert!(
+        gaps.iter()
+            .rev()
+            .take(5)
+            .all(|gap| *gap >= Duration::from_millis(100)),
+        "the latest rechecks still come fast: {gaps:?}"
+    );
+}
+
 #[test]
 fn a_new_primary_named_while_the_lane_backs_off_from_a_stale_one_is_written_to_at_once() {
     // The lookup keeps naming node 0, which keeps refusing (a stale answer for a while);
@@ -656,9 +707,14 @@ fn a_new_primary_named_while_the_lane_backs_off_from_a_stale_one_is_written_to_a
     routing.handle_route(now, &partition(0), stale_answer(&stale));
     drain(&mut routing);
     let backoff_from = now;
-    // Within the backoff, a recheck comes after 5 ms; this time the answer is the truth.
+    // Within the backoff a recheck comes (every 5 ms at first, a quarter of the time the
+    // answer has been stale after that); this time the answer is the truth.
     now = routing.poll_timeout().unwrap();
-    assert_eq!(now - backoff_from, Duration::from_millis(5));
+    assert!(
+        now - backoff_from < Duration::from_millis(40),
+        "{:?}",
+        now - backoff_from
+    );
     routing.handle_timeout(now);
     assert_eq!(drain(&mut routing), ["lookup 0"]);
     routing.handle_route(

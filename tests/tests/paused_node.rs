@@ -338,3 +338,34 @@ fn a_pause_past_the_request_timeout_ends_every_call_within_its_bound(adapter: Ad
     assert_eq!(ids.len(), stored.len(), "stored twice: {stored:?}");
     client.shutdown();
 }
+
+/// A primary silent for 8 s with nobody elected: each lookup names it again, and the client
+/// went on asking at the speed of the lookups' round trip (330 and 379 lookups in 8 s, for
+/// one waiting send). The rechecks now slow down while the answer stays the same.
+#[test]
+fn a_silent_primary_is_looked_up_a_few_times_a_second_not_per_round_trip() {
+    const SILENCE: Duration = Duration::from_secs(8);
+    for adapter in [Adapter::Tokio, Adapter::Mio] {
+        let harness = Harness::start();
+        let client = harness.client(adapter);
+        client.send(0, 1).unwrap();
+        let before = client.stats().lookups;
+        harness.cluster.pause_node(1);
+        let started = Instant::now();
+        let mut id = 10;
+        while started.elapsed() < SILENCE {
+            let ended = client.send(0, id);
+            assert!(ended.is_err(), "a silent primary acknowledged {id}");
+            id += 1;
+        }
+        let lookups = client.stats().lookups - before;
+        harness.cluster.resume_node(1);
+        eprintln!("{adapter:?}: {lookups} lookups in {SILENCE:?} of one silent primary");
+        assert!(
+            lookups <= 8 * SILENCE.as_secs(),
+            "{adapter:?}: {lookups} lookups in {SILENCE:?} of one silent primary"
+        );
+        client.send(0, id).unwrap();
+        client.shutdown();
+    }
+}

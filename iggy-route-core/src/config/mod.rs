@@ -129,9 +129,11 @@ pub struct Config {
     /// Replays of one frame answered 57 before the link is closed and the request's
     /// outcome is unknown. The request's deadline ends the replays sooner.
     pub max_replays: u32,
-    /// While a lookup keeps naming the node that has just refused (an election in
-    /// progress), the lane's writes back off but its route is looked up again this often,
-    /// so that the true primary is acted on within this long of being named.
+    /// While a lookup keeps naming the node that has just refused or could not be reached
+    /// (an election in progress, a silent node), the lane's writes back off but its route
+    /// is looked up again this often at first, and later every quarter of the time the
+    /// answers have named that node, up to `route_backoff_max`. A new primary is acted on
+    /// within that wait of being named.
     pub route_recheck_interval: Duration,
     /// A link with nothing sent for this long sends a `PING`.
     pub heartbeat_interval: Duration,

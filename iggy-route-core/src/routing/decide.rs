@@ -1,7 +1,7 @@
 //! Releasing a lane's head request: to its route, to a lookup, or (without routing
 //! commands) to the next node of the roster that has not refused it yet.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::debug;
 
@@ -289,6 +289,11 @@ impl Routing {
             .map(|(node, _)| node);
         if head_refused_by == Some(route.node) {
             let same_stale_answer = lane.recheck_node == Some(route.node) && lane.in_backoff(now);
+            // The same node named again, whether or not its backoff ended: the rechecks
+            // slow down with the time it has been named; another node starts them afresh.
+            if lane.recheck_node != Some(route.node) {
+                lane.stale_since = Some(now);
+            }
             lane.recheck_node = Some(route.node);
             if !same_stale_answer {
                 let streak = lane.backoff_streak;
@@ -300,6 +305,7 @@ impl Routing {
             self.schedule_recheck(now, key);
         } else {
             lane.backoff_streak = 0;
+            lane.stale_since = None;
             if lane.recheck_node.take().is_some() {
                 // The answer changed while the lane backed off from a stale one: the new
                 // primary is acted on now, not when the backoff ends.
@@ -309,13 +315,20 @@ impl Routing {
         self.pump_lane(now, key);
     }
 
-    /// Asks for a backing-off lane's route again after `route_recheck_interval`, unless
-    /// the backoff ends first (its end releases the lane anyway).
+    /// Asks for a backing-off lane's route again after `route_recheck_interval`, or a quarter
+    /// of the time lookups have named the same node if longer (up to `route_backoff_max`),
+    /// unless the backoff ends first (its end releases the lane anyway).
     fn schedule_recheck(&mut self, now: Instant, key: &LaneKey) {
-        let at = now + self.config.route_recheck_interval;
         let Some(lane) = self.lanes.get(key) else {
             return;
         };
+        let stale_for = lane
+            .stale_since
+            .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
+        let interval = (stale_for / 4)
+            .min(self.config.route_backoff_max)
+            .max(self.config.route_recheck_interval);
+        let at = now + interval;
         let before_backoff_ends = lane.backoff_until.is_some_and(|until| at < until);
         if before_backoff_ends && self.routing_commands != RoutingCommands::Unsupported {
             self.timers.insert((at, TimerKey::Recheck(key.clone())));

@@ -210,6 +210,7 @@ impl Routing {
         lane.tried.clear();
         lane.backoff_streak = 0;
         lane.recheck_node = None;
+        lane.stale_since = None;
         let known = lane.route.map(|r| r.node) == Some(node);
         // An admission confirms the route under today's watermark: a route first learned
         // before a metadata write stays fresh for as long as its node keeps admitting,
