@@ -4,14 +4,22 @@
 //! two. A producer sends orders with typed headers, sealed with an AES-256-GCM key; a
 //! member of a consumer group polls them with auto-commit and opens them; the program
 //! checks that every order came back once, with its headers, and prints how long it took.
-//! Run it once on each client: each reads what the other wrote, the key being the same.
+//! Messages sealed by one client open with the other given the same key.
 //!
-//! Against the test cluster, with every partition's primary on a different node:
+//! iggy-route runs it on any cluster, primaries split or not:
 //!
 //! ```text
 //! cargo run --release -p iggy-route-tests --bin iggy-route-test-cluster -- --split --port-base 8090
 //! cargo run --release -p iggy-route-tokio --features sdk --example tokio-sdk-encrypted-group
-//! cargo run --release -p iggy-route-tokio --features sdk --example tokio-sdk-encrypted-group -- --sdk
+//! ```
+//!
+//! The SDK 0.11.0 commits a group's offsets on a cluster of more than one node only through
+//! the routing commands, which the server built from the public source does not serve (it
+//! answers `InvalidCommand`), so its side runs on one node:
+//!
+//! ```text
+//! cargo run --release -p iggy-route-tests --bin iggy-route-test-cluster -- --nodes 1 --port-base 8090
+//! cargo run --release -p iggy-route-tokio --features sdk --example tokio-sdk-encrypted-group -- iggy://iggy:iggy@127.0.0.1:8090 --sdk
 //! ```
 //!
 //! The connection string is the first argument that does not start with `--`, else
