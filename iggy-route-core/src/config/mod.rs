@@ -131,9 +131,9 @@ pub struct Config {
     pub max_replays: u32,
     /// While a lookup keeps naming the node that has just refused or could not be reached
     /// (an election in progress, a silent node), the lane's writes back off but its route
-    /// is looked up again this often at first, and later every quarter of the time the
-    /// answers have named that node, up to `route_backoff_max`. A new primary is acted on
-    /// within that wait of being named.
+    /// is looked up again this often; while the node cannot be reached at all, every
+    /// quarter of the time it has not been, up to `route_backoff_max`. A new primary is
+    /// acted on within that wait of being named.
     pub route_recheck_interval: Duration,
     /// A link with nothing sent for this long sends a `PING`.
     pub heartbeat_interval: Duration,

@@ -289,11 +289,6 @@ impl Routing {
             .map(|(node, _)| node);
         if head_refused_by == Some(route.node) {
             let same_stale_answer = lane.recheck_node == Some(route.node) && lane.in_backoff(now);
-            // The same node named again, whether or not its backoff ended: the rechecks
-            // slow down with the time it has been named; another node starts them afresh.
-            if lane.recheck_node != Some(route.node) {
-                lane.stale_since = Some(now);
-            }
             lane.recheck_node = Some(route.node);
             if !same_stale_answer {
                 let streak = lane.backoff_streak;
@@ -305,7 +300,7 @@ impl Routing {
             self.schedule_recheck(now, key);
         } else {
             lane.backoff_streak = 0;
-            lane.stale_since = None;
+            lane.silent_since = None;
             if lane.recheck_node.take().is_some() {
                 // The answer changed while the lane backed off from a stale one: the new
                 // primary is acted on now, not when the backoff ends.
@@ -315,15 +310,15 @@ impl Routing {
         self.pump_lane(now, key);
     }
 
-    /// Asks for a backing-off lane's route again after `route_recheck_interval`, or a quarter
-    /// of the time lookups have named the same node if longer (up to `route_backoff_max`),
-    /// unless the backoff ends first (its end releases the lane anyway).
+    /// Asks for a backing-off lane's route again after `route_recheck_interval`, or, while
+    /// its node cannot be reached, a quarter of the time it has not been (up to
+    /// `route_backoff_max`), unless the backoff ends first (its end releases the lane).
     fn schedule_recheck(&mut self, now: Instant, key: &LaneKey) {
         let Some(lane) = self.lanes.get(key) else {
             return;
         };
         let stale_for = lane
-            .stale_since
+            .silent_since
             .map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
         let interval = (stale_for / 4)
             .min(self.config.route_backoff_max)

@@ -62,6 +62,12 @@ impl Routing {
             Attempt::Done(served) => self.served(now, frame, &place, target, &served),
             Attempt::Refused | Attempt::RefusedNaming(_) => {
                 self.stats.refusals += 1;
+                // The node answers: an election, not a silence (see `Lane::silent_since`).
+                if let Place::Lane(key) = &place
+                    && let Some(lane) = self.lanes.get_mut(key)
+                {
+                    lane.silent_since = None;
+                }
                 if let Target::Node(node) = target {
                     self.decisions.push_back(Decision::Event(Event::Refused {
                         request: frame[0],
@@ -75,7 +81,14 @@ impl Routing {
                 };
                 self.retry_elsewhere(now, frame, &place, target, named);
             }
-            Attempt::NotSent => self.retry_elsewhere(now, frame, &place, target, None),
+            Attempt::NotSent => {
+                if let Place::Lane(key) = &place
+                    && let Some(lane) = self.lanes.get_mut(key)
+                {
+                    lane.silent_since.get_or_insert(now);
+                }
+                self.retry_elsewhere(now, frame, &place, target, None);
+            }
             Attempt::NotYet(wait) => self.retry_after(now, frame, &place, wait),
             Attempt::Unknown => {
                 let retry = match &self.pending[&frame[0]].facts.kind {
@@ -210,7 +223,7 @@ impl Routing {
         lane.tried.clear();
         lane.backoff_streak = 0;
         lane.recheck_node = None;
-        lane.stale_since = None;
+        lane.silent_since = None;
         let known = lane.route.map(|r| r.node) == Some(node);
         // An admission confirms the route under today's watermark: a route first learned
         // before a metadata write stays fresh for as long as its node keeps admitting,

@@ -55,11 +55,13 @@ pub(crate) struct Lane {
     /// lane's writes back off from it, its route is looked up again, first after
     /// `Config::route_recheck_interval`, so that a new primary is acted on at once.
     pub(crate) recheck_node: Option<NodeId>,
-    /// Since when lookups have named `recheck_node`: the wait between rechecks grows to a
-    /// quarter of that time (up to `Config::route_backoff_max`), so that a node silent for
-    /// long (paused, or cut off with no election) is not asked about dozens of times a
-    /// second, while a short election's new primary is still seen within milliseconds.
-    pub(crate) stale_since: Option<Instant>,
+    /// Since when the lane's writes have found no way to their node (not sent: the node
+    /// could not be reached), while lookups keep naming it: the wait between rechecks grows
+    /// to a quarter of that time (up to `Config::route_backoff_max`), so that a node silent
+    /// for long (paused, or cut off with no election) is not asked about dozens of times a
+    /// second. A refusal clears it: a node that answers is in an election, whose new
+    /// primary is seen within `Config::route_recheck_interval`.
+    pub(crate) silent_since: Option<Instant>,
     /// Discovery by refusal: nodes that refused in the current round.
     pub(crate) tried: Vec<NodeId>,
 }
@@ -76,7 +78,7 @@ impl Lane {
             backoff_until: None,
             backoff_streak: 0,
             recheck_node: None,
-            stale_since: None,
+            silent_since: None,
             tried: Vec::new(),
         }
     }
