@@ -122,6 +122,10 @@
 //!   server reports no offset (a duplicate batch) or the ids cannot be read (a user who may
 //!   send to the stream but not read it is asked once), the list is empty, as the SDK's may
 //!   be; a send is never failed for it.
+//! - Offsets on a cluster: iggy-route stores a consumer's or group's offset (an offset
+//!   write, an auto-commit poll) on the partition's primary, on any server. The SDK 0.11.0
+//!   sends both through the routing commands once it sees more than one node, and a
+//!   server without them (the one built from the public source) answers `InvalidCommand`.
 
 mod bodies;
 mod convert_admin;
