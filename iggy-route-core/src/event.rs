@@ -62,6 +62,11 @@ pub enum Event {
         /// incompatible protocol): every pending request was failed with `SignIn`.
         fatal: bool,
     },
+    /// A committed command of this client changed the signed-in user's own password or
+    /// name: links sign in with the new ones from now on (see [`Router::credentials`]).
+    ///
+    /// [`Router::credentials`]: crate::Router::credentials
+    CredentialsChanged,
     /// The session (the coordinator link) moved to another node, because its node was
     /// unreachable.
     SessionMoved {
@@ -158,6 +163,11 @@ impl Event {
             }
             Self::SignInRefused { node, code, fatal } => {
                 tracing::warn!(%node, %code, fatal, "sign-in refused");
+            }
+            Self::CredentialsChanged => {
+                tracing::info!(
+                    "the signed-in user's password or name changed; later sign-ins use the new ones"
+                );
             }
             Self::SessionMoved { from, to } => {
                 tracing::warn!(%from, %to, "session moved: its node is unreachable");

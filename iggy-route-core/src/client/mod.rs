@@ -91,6 +91,7 @@ pub(crate) fn session_signal(event: &Event) -> Option<Result<(), ClientError>> {
         | Event::Refused { .. }
         | Event::DiscoveryByRefusal
         | Event::SignInRefused { .. }
+        | Event::CredentialsChanged
         | Event::SessionMoved { .. }
         | Event::ProtocolViolation { .. }
         | Event::ReplaysExhausted { .. }

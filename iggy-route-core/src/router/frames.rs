@@ -178,6 +178,7 @@ impl Router {
                 if coordinator {
                     self.routing.handle_watermark(now, header.commit);
                 }
+                self.coordinator.user_id = Some(reply.user_id);
                 self.signed_in(link_id, reply.session);
             }
             Ok(_) | Err(_) => {

@@ -140,6 +140,10 @@ pub(crate) struct Link {
     /// The join or leave in flight on this link (its request and where routing sent it),
     /// settled by its answer even when its caller's request is over.
     pub(super) membership_write: Option<(RequestId, Target, GroupRole)>,
+    /// Signed in (or signing in) with credentials the router no longer uses (see
+    /// `Router::sign_in_as`): it takes nothing new and is closed once its exchange in
+    /// flight is answered.
+    pub(super) retiring: bool,
 }
 
 impl Link {
@@ -169,11 +173,12 @@ impl Link {
             filed: None,
             member_of: None,
             membership_write: None,
+            retiring: false,
         }
     }
 
     pub(crate) fn is_idle(&self) -> bool {
-        self.state == LinkState::Ready && self.in_flight.is_none()
+        self.state == LinkState::Ready && self.in_flight.is_none() && !self.retiring
     }
 
     /// A data link of the node's pool: one that holds no group membership.

@@ -5,7 +5,8 @@
 //! touches a socket.
 //! 1. Feed exactly one input, with the instant it happened: [`Router::submit`] (or
 //!    [`Router::submit_waiting`]), [`Router::handle_connected`], [`Router::handle_connect_failed`],
-//!    [`Router::handle_closed`], [`Router::handle_read`] or [`Router::handle_timeout`].
+//!    [`Router::handle_closed`], [`Router::handle_read`], [`Router::handle_timeout`] or
+//!    [`Router::sign_in_as`].
 //! 2. Drain [`Router::poll_output`] until it returns `None`, carrying out each output:
 //!    open the connection of a `Connect`, write the bytes of a `Transmit` in order, close
 //!    on `Close`, hand a `Completed` to its caller, log an `Event`.
@@ -19,6 +20,7 @@
 //! each with its own login; sends go there and carry that link's identity, and routed
 //! polls and offset writes first attach the coordinator's consumer session (14).
 
+mod account;
 mod admission;
 mod classify;
 pub(crate) mod encode;
@@ -75,6 +77,9 @@ struct Coordinator {
     identity: Option<(u128, u64)>,
     queue: VecDeque<CoordJob>,
     signed_in_once: bool,
+    /// The user the links are signed in as (every sign-in reports it), to recognise a
+    /// change of that user named by its numeric id (see `account`).
+    user_id: Option<u32>,
 }
 
 /// The router: routing decisions plus the links that carry them. See the module
@@ -102,6 +107,9 @@ pub struct Router {
     groups: Groups,
     /// Calls waiting for room (see `Router::submit_waiting`).
     waiting: waiting::WaitingLine,
+    /// Some link signed in with credentials no longer used waits to be closed (see
+    /// `account`); saves looking for one on every input.
+    links_retiring: bool,
 }
 
 impl Router {
@@ -130,6 +138,7 @@ impl Router {
                 identity: None,
                 queue: VecDeque::new(),
                 signed_in_once: false,
+                user_id: None,
             },
             requests: BTreeMap::new(),
             ready: BTreeMap::new(),
@@ -139,6 +148,7 @@ impl Router {
             closed: false,
             groups: Groups::default(),
             waiting,
+            links_retiring: false,
         };
         router.run_turns(now);
         router.refile_links();
@@ -196,6 +206,7 @@ impl Router {
     /// ended, a deadline that passed before a read was delivered). So after any input
     /// `poll_timeout` names `now` or later, never an instant that nobody will serve.
     fn settle(&mut self, now: Instant) {
+        self.close_retired_links(now);
         self.run_turns(now);
         self.routing.handle_timeout(now);
         self.refile_links();

@@ -131,6 +131,7 @@ impl Router {
         };
         if metadata_op && matches!(attempt, Attempt::Done(_)) {
             self.routing.handle_watermark(now, header.commit);
+            self.follow_own_account_change(request);
         }
         if let Some(link) = self.links.get_mut(&link_id) {
             link.membership_write = None;

@@ -115,6 +115,7 @@ codec_use!(offsets::{
 });
 codec_use!(options::{MAX_OPTIONS, MAX_OPTIONS_BYTES, topic_option_key});
 codec_use!(passwords::ChangePasswordRequest);
+pub(crate) use passwords::AccountChange;
 codec_use!(permissions::UpdatePermissionsRequest);
 codec_use!(poll::PollMessagesRequest);
 codec_use!(reader::Reader);

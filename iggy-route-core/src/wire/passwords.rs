@@ -6,10 +6,11 @@
 
 use bytes::{BufMut, BytesMut};
 
+use super::permissions::read_presence;
 #[cfg(feature = "server")]
 use super::topics::whole_body;
 use super::users::check_length;
-use super::{Identifier, Password, Reader, WireError};
+use super::{Identifier, Name, Password, Reader, WireError, code};
 
 /// Shortest password the SDK and the server accept, in bytes.
 pub const MIN_PASSWORD_LENGTH: usize = 3;
@@ -89,6 +90,53 @@ impl ChangePasswordRequest {
             + secret_len(&self.new_password)
     }
 }
+/// What a `CHANGE_PASSWORD` or `UPDATE_USER` body changes of its user's sign-in: a new
+/// password, a new name. Read by the router after the server committed the command, so
+/// that its own sign-ins follow a change of the signed-in user.
+#[derive(Debug)]
+pub(crate) struct AccountChange {
+    /// The user changed.
+    pub(crate) user: Identifier,
+    /// Its new name, if the command renames it.
+    pub(crate) username: Option<Name>,
+    /// Its new password, if the command sets one.
+    pub(crate) password: Option<Password>,
+}
+
+impl AccountChange {
+    /// The sign-in change `body` of command `code` makes; `None` for any other command, a
+    /// change of neither name nor password (a status), or a body that does not decode.
+    /// Only the fields up to the change are read: what follows (a status, an options
+    /// block) decides nothing here.
+    pub(crate) fn read(code: u32, body: &[u8]) -> Option<Self> {
+        let mut r = Reader::new(body);
+        let change = match code {
+            code::CHANGE_PASSWORD => {
+                let user = Identifier::decode(&mut r).ok()?;
+                read_secret(&mut r, "current password").ok()?;
+                let password = read_secret(&mut r, "new password").ok()?;
+                Self {
+                    user,
+                    username: None,
+                    password: Some(password),
+                }
+            }
+            code::UPDATE_USER => {
+                let user = Identifier::decode(&mut r).ok()?;
+                let renamed = read_presence(&mut r, "has username").ok()?;
+                let username = if renamed { Some(r.name().ok()?) } else { None };
+                Self {
+                    user,
+                    username,
+                    password: None,
+                }
+            }
+            _ => return None,
+        };
+        (change.username.is_some() || change.password.is_some()).then_some(change)
+    }
+}
+
 #[cfg(feature = "server")]
 whole_body!(ChangePasswordRequest, "change password request", |r| {
     ChangePasswordRequest {

@@ -314,7 +314,6 @@ fn read_chain<T>(
     Ok(items)
 }
 
-#[cfg(feature = "server")]
 pub(crate) fn read_presence(r: &mut Reader<'_>, field: &'static str) -> Result<bool, WireError> {
     match r.u8()? {
         0 => Ok(false),
