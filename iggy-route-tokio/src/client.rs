@@ -3,6 +3,8 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+#[cfg(feature = "sdk")]
+use iggy_route_core::Credentials;
 use iggy_route_core::client::consumer::GroupClaims;
 use iggy_route_core::client::{Call, ClientError, ConnectWait};
 use iggy_route_core::partitioning::Partitioning;
@@ -180,6 +182,16 @@ impl Client {
         if self.commands.send(Command::Shutdown { done }).await.is_ok() {
             let _ = finished.await;
         }
+    }
+
+    /// Signs in as `credentials` from now on (see `Router::sign_in_as`): every call made
+    /// after this one returns runs signed in as them.
+    #[cfg(feature = "sdk")]
+    pub(crate) async fn sign_in_as(&self, credentials: Credentials) -> Result<(), ClientError> {
+        self.commands
+            .send(Command::SignInAs(credentials))
+            .await
+            .map_err(|_closed| ClientError::Closed)
     }
 
     /// Any request: submitted to the router, answered when it completes.

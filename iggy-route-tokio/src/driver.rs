@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::GroupClaims;
 use iggy_route_core::{
-    CloseReason, Config, ConnectError, LinkId, NodeId, Output, Reply, Request, RequestId, Router,
-    Stats, TlsError,
+    CloseReason, Config, ConnectError, Credentials, LinkId, NodeId, Output, Reply, Request,
+    RequestId, Router, Stats, TlsError,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -59,6 +59,10 @@ pub(crate) enum Command {
     },
     /// A consumer was dropped while a member of its group: see `GroupClaims`.
     EndMemberships,
+    /// Sign in as these from now on (a run-time login as another user): see
+    /// `Router::sign_in_as`. Commands after it run signed in as them.
+    #[cfg_attr(not(feature = "sdk"), allow(dead_code))]
+    SignInAs(Credentials),
 }
 
 /// The tasks behind one link.
@@ -191,6 +195,7 @@ impl Driver {
                         admission,
                     }) => self.submit(request, reply, admission),
                     Some(Command::EndMemberships) => self.end_memberships(Instant::now()),
+                    Some(Command::SignInAs(credentials)) => self.sign_in_as(credentials),
                     Some(Command::Shutdown { done }) => {
                         self.shutdown();
                         let _ = done.send(());
@@ -342,12 +347,23 @@ impl Driver {
                     #[cfg(feature = "sdk")]
                     if let Some(diagnostics) = &self.diagnostics {
                         diagnostics.router_event(&event);
+                        if event == iggy_route_core::Event::CredentialsChanged {
+                            diagnostics.credentials_changed(self.router.credentials());
+                        }
                     }
                     event.log();
                 }
             }
         }
         self.publish_stats();
+    }
+
+    fn sign_in_as(&mut self, credentials: Credentials) {
+        self.router.sign_in_as(Instant::now(), credentials);
+        #[cfg(feature = "sdk")]
+        if let Some(diagnostics) = &self.diagnostics {
+            diagnostics.credentials_changed(self.router.credentials());
+        }
     }
 
     fn publish_stats(&self) {

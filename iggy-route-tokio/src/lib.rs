@@ -96,9 +96,7 @@
 //!
 //! Each method calls the native one of the same name (same routing, the SDK's types and
 //! errors); call them through the trait, as the native methods come first on the concrete
-//! type. What differs from the SDK: `login_user` and `login_with_personal_access_token`
-//! accept only the client's own credentials (others are `FeatureUnavailable`: the router
-//! cannot change them while it runs), `describe_options` is `FeatureUnavailable`,
+//! type. What differs from the SDK: `describe_options` is `FeatureUnavailable`,
 //! `disconnect` leaves iggy-route's links open, and a request whose outcome is unknown
 //! (it may have been stored) is `TransientNotCommitted` (57). Errors of the native methods
 //! convert with `IntoIggyError`. The full tables (every method, every error, the events)

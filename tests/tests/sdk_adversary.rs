@@ -293,6 +293,8 @@ mod breaks;
 mod faults;
 #[path = "sdk_adversary/guards.rs"]
 mod guards;
+#[path = "sdk_adversary/logins.rs"]
+mod logins;
 #[path = "sdk_adversary/messages.rs"]
 mod messages;
 #[path = "sdk_adversary/probes.rs"]

@@ -191,3 +191,74 @@ async fn a_restricted_user_a_token_and_a_password_change_end_to_end() {
     root.shutdown().await;
     cluster.shutdown().await;
 }
+
+/// A client that changes its own user's password and name keeps working after every link
+/// is lost: the router signs in again with what the user is now, on both adapters. Before,
+/// each later sign-in offered the credentials the client was built with and was refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn own_password_and_name_changes_survive_a_reconnect_on_both_adapters() {
+    iggy_route_tests::error_events::install();
+    let cluster = TestCluster::start(3).await;
+    let root = Client::connect(config(&cluster, user("iggy", "iggy")))
+        .await
+        .unwrap();
+    for name in ["tokio-owner", "mio-owner"] {
+        let everything = Permissions {
+            global: GlobalPermissions::ALL,
+            streams: Vec::new(),
+        };
+        root.create_user(name, "first-pw", UserStatus::Active, Some(everything))
+            .await
+            .unwrap();
+    }
+    let drop_every_link = |cluster: &TestCluster| {
+        for node in 0..3 {
+            cluster.drop_connections(node);
+        }
+    };
+
+    let owner = Client::connect(config(&cluster, user("tokio-owner", "first-pw")))
+        .await
+        .unwrap();
+    owner
+        .change_password("tokio-owner", "first-pw", "second-pw")
+        .await
+        .unwrap();
+    owner
+        .update_user("tokio-owner", Some("tokio-renamed"), None)
+        .await
+        .unwrap();
+    drop_every_link(&cluster);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let streams = owner.get_streams().await.unwrap();
+    assert!(streams.is_empty());
+    assert!(
+        owner.stats().reconnects > 0,
+        "the links came back signed in"
+    );
+    owner.shutdown().await;
+
+    let mio_config = config(&cluster, user("mio-owner", "first-pw"));
+    let mio = tokio::task::spawn_blocking(move || {
+        let owner = iggy_route_mio::Client::connect(mio_config).unwrap();
+        // By numeric id this time: the router knows its user's id from its sign-in.
+        let id = owner.get_user("mio-owner").unwrap().unwrap().id;
+        owner.change_password(id, "first-pw", "second-pw").unwrap();
+        owner.update_user(id, Some("mio-renamed"), None).unwrap();
+        owner
+    })
+    .await
+    .unwrap();
+    drop_every_link(&cluster);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let reconnects = tokio::task::spawn_blocking(move || {
+        assert!(mio.get_streams().unwrap().is_empty());
+        let reconnects = mio.stats().reconnects;
+        mio.shutdown();
+        reconnects
+    })
+    .await
+    .unwrap();
+    assert!(reconnects > 0, "the links came back signed in");
+    root.shutdown().await;
+}

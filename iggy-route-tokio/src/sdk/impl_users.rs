@@ -1,11 +1,13 @@
 //! `UserClient` and `PersonalAccessTokenClient`, run-time logins included.
 //!
 //! iggy-route signs its links in itself, with the credentials the client was built with,
-//! and signs in again (after a logout, an eviction, a move to another node) with those
-//! same credentials: the router has no way to change them while the client runs. So a
-//! login with the client's own credentials succeeds and signs the session in again if
-//! `logout_user` signed it out, and a login with any other credentials is refused with
-//! `FeatureUnavailable`, nothing sent: build another client for another user.
+//! and signs in again (after a logout, an eviction, a move to another node) with what
+//! the user is now: a committed change of the signed-in user's own password or name is
+//! followed. A login with the client's own credentials signs the session in again if
+//! `logout_user` signed it out. A login as another user (or with another token) makes the
+//! router sign in as that user from then on, the session and every data link, as the
+//! SDK's login moves its connection to that user; a refused one leaves the client on
+//! the credentials it had, with its SDK session signed out, as the SDK's is.
 
 use async_trait::async_trait;
 use iggy_common::{
@@ -13,7 +15,8 @@ use iggy_common::{
     PersonalAccessTokenExpiry, PersonalAccessTokenInfo, RawPersonalAccessToken, UserClient,
     UserInfo, UserInfoDetails, UserStatus, UserUpdateOptions,
 };
-use iggy_route_core::wire::{Name, validate_password, validate_username};
+use iggy_route_core::Credentials;
+use iggy_route_core::wire::{Name, Password, validate_password, validate_username};
 
 use super::IntoIggyError;
 use super::bodies;
@@ -42,6 +45,37 @@ impl Client {
             user_id: me.client.user_id,
             access_token: None,
         })
+    }
+}
+
+impl Client {
+    /// A login as another user, or with a token other than the client's: the router signs
+    /// in as `credentials` from now on, and the session's user answers. Credentials the
+    /// server refuses put the client back on the ones it had, its SDK session signed out
+    /// (the trait's methods fail with `Unauthenticated` until a login succeeds), and the
+    /// server's code is returned (`InvalidCredentials`, ...).
+    async fn login_as(&self, credentials: Credentials) -> Result<IdentityInfo, IggyError> {
+        let state = self.sdk_state();
+        let previous = state.credentials();
+        self.sign_in_as(credentials)
+            .await
+            .map_err(IntoIggyError::into_iggy_error)?;
+        match Client::get_me(self).await {
+            Ok(me) => {
+                state.set_session(Session::SignedIn);
+                state.publish(DiagnosticEvent::SignedIn);
+                Ok(IdentityInfo {
+                    user_id: me.client.user_id,
+                    access_token: None,
+                })
+            }
+            Err(error) => {
+                // Back on what signed in before; the caller is told why the login failed.
+                let _ = self.sign_in_as(previous).await;
+                state.set_session(Session::SignedOut);
+                Err(error.into_iggy_error())
+            }
+        }
     }
 }
 
@@ -127,8 +161,8 @@ impl UserClient for Client {
             .map_err(IntoIggyError::into_iggy_error)
     }
 
-    /// The native `change_password`. A client that changes its own user's password keeps
-    /// signing in with the password it was built with (see the module documentation).
+    /// The native `change_password`. A client that changes its own user's password signs
+    /// in with the new one from then on (see the module documentation).
     async fn change_password(
         &self,
         user_id: &Identifier,
@@ -149,15 +183,18 @@ impl UserClient for Client {
     }
 
     /// With the client's own username and password: the session, signed in again if it
-    /// was signed out, and its user id. Other credentials: `FeatureUnavailable`.
+    /// was signed out, and its user id. Other credentials: the client signs in as that
+    /// user from now on (see the module documentation).
     async fn login_user(&self, username: &str, password: &str) -> Result<IdentityInfo, IggyError> {
         validate_username(username).map_err(|_| IggyError::InvalidUsername)?;
         validate_password(password).map_err(|_| IggyError::InvalidPassword)?;
         self.admit(Needs::Connection).await?;
-        if !self.sdk_state().is_own_user(username, password) {
-            return Err(IggyError::FeatureUnavailable);
+        if self.sdk_state().is_own_user(username, password) {
+            return self.login_as_self().await;
         }
-        self.login_as_self().await
+        let credentials =
+            Credentials::user(username, password).map_err(|_| IggyError::InvalidFormat)?;
+        self.login_as(credentials).await
     }
 
     /// The native `logout_user` (`LOGOUT_USER` on the node holding the session); until a
@@ -206,8 +243,8 @@ impl PersonalAccessTokenClient for Client {
             .map_err(IntoIggyError::into_iggy_error)
     }
 
-    /// With the token the client was built with: as `login_user` with its own
-    /// credentials. Any other token: `FeatureUnavailable`.
+    /// With the client's own token: as `login_user` with its own credentials. Any other
+    /// token: the client signs in with it from now on, as `login_user` as another user.
     async fn login_with_personal_access_token(
         &self,
         token: &str,
@@ -216,9 +253,10 @@ impl PersonalAccessTokenClient for Client {
             return Err(IggyError::InvalidFormat);
         }
         self.admit(Needs::Connection).await?;
-        if !self.sdk_state().is_own_token(token) {
-            return Err(IggyError::FeatureUnavailable);
+        if self.sdk_state().is_own_token(token) {
+            return self.login_as_self().await;
         }
-        self.login_as_self().await
+        let token = Password::new(token).map_err(|_| IggyError::InvalidFormat)?;
+        self.login_as(Credentials::PersonalAccessToken(token)).await
     }
 }

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_broadcast::{InactiveReceiver, Receiver, Sender};
@@ -59,8 +60,6 @@ pub(super) enum Needs {
 
 /// The SDK trait's state, shared by every clone of a [`Client`].
 pub(crate) struct SdkState {
-    /// What the client signs in with: a run-time login is checked against it.
-    credentials: Credentials,
     heartbeat_interval: Duration,
     session: AtomicU8,
     diagnostics: Diagnostics,
@@ -75,10 +74,12 @@ impl SdkState {
         let (mut sender, receiver) = async_broadcast::broadcast(EVENTS_CAPACITY);
         sender.set_overflow(true);
         Self {
-            credentials: config.credentials.clone(),
             heartbeat_interval: config.heartbeat_interval,
             session: AtomicU8::new(Session::SignedIn as u8),
-            diagnostics: Diagnostics { sender },
+            diagnostics: Diagnostics {
+                sender,
+                credentials: Arc::new(Mutex::new(config.credentials.clone())),
+            },
             subscriptions: receiver.deactivate(),
             groups: Assignments::default(),
             topic_ids: TopicIds::default(),
@@ -109,9 +110,14 @@ impl SdkState {
             .is_ok()
     }
 
+    /// What the client signs in with now.
+    pub(super) fn credentials(&self) -> Credentials {
+        self.diagnostics.credentials().clone()
+    }
+
     /// Whether `username` and `password` are what this client signs in with.
     pub(super) fn is_own_user(&self, username: &str, password: &str) -> bool {
-        match &self.credentials {
+        match &*self.diagnostics.credentials() {
             Credentials::UserPassword {
                 username: own_name,
                 password: own_password,
@@ -122,7 +128,7 @@ impl SdkState {
 
     /// Whether `token` is the personal access token this client signs in with.
     pub(super) fn is_own_token(&self, token: &str) -> bool {
-        match &self.credentials {
+        match &*self.diagnostics.credentials() {
             Credentials::PersonalAccessToken(own) => own.expose() == token,
             Credentials::UserPassword { .. } => false,
         }
@@ -138,7 +144,7 @@ impl SdkState {
 // `***` for it; only the kind is shown here).
 impl fmt::Debug for SdkState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let credentials = match self.credentials {
+        let credentials = match *self.diagnostics.credentials() {
             Credentials::UserPassword { .. } => "user and password",
             Credentials::PersonalAccessToken(_) => "personal access token",
         };
@@ -154,6 +160,9 @@ impl fmt::Debug for SdkState {
 #[derive(Debug, Clone)]
 pub(crate) struct Diagnostics {
     sender: Sender<DiagnosticEvent>,
+    /// What the router signs in with: a run-time login is checked against it. The
+    /// router's own copy decides; this one follows it on `CredentialsChanged`.
+    credentials: Arc<Mutex<Credentials>>,
 }
 
 impl Diagnostics {
@@ -176,6 +185,18 @@ impl Diagnostics {
         {
             self.publish(DiagnosticEvent::Disconnected);
         }
+    }
+
+    /// The router changed the credentials it signs in with (the signed-in user's own
+    /// password or name changed): a run-time login is checked against these from now on.
+    pub(crate) fn credentials_changed(&self, credentials: &Credentials) {
+        *self.credentials() = credentials.clone();
+    }
+
+    fn credentials(&self) -> MutexGuard<'_, Credentials> {
+        self.credentials
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The driver stopped: every subscriber hears `Shutdown`.

@@ -49,6 +49,8 @@ async fn no_secret_passed_through_the_sdk_traits_reaches_debug_output_or_a_log_l
     errors.push(format!("{:?}", client.login_user("auditor", WRONG).await));
     errors.push(format!("{:?}", client.login_user("auditor", OWN).await));
     errors.push(format!("{:?}", client.login_user("someone", WRONG).await));
+    // A refused login leaves the session signed out, as the SDK's: sign in again.
+    errors.push(format!("{:?}", client.login_user("auditor", OWN).await));
     errors.push(format!(
         "{:?}",
         client

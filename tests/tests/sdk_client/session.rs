@@ -144,18 +144,29 @@ async fn users_tokens_and_system_reads_through_the_sdk_traits() {
         .await
         .unwrap();
     assert_eq!(identity.user_id, 0);
+    // Another token: the server's refusal, and signed out until a login succeeds.
     assert_eq!(
         code(
             token_client
                 .login_with_personal_access_token("another-token")
                 .await
         ),
-        IggyError::FeatureUnavailable.as_code()
+        IggyError::InvalidPersonalAccessToken.as_code()
     );
     assert_eq!(
-        code(token_client.login_user("iggy", "iggy").await),
-        IggyError::FeatureUnavailable.as_code()
+        code(token_client.get_streams().await),
+        IggyError::Unauthenticated.as_code()
     );
+    // A username and password: the token client is root's from now on.
+    assert_eq!(
+        token_client
+            .login_user("iggy", "iggy")
+            .await
+            .unwrap()
+            .user_id,
+        0
+    );
+    assert!(token_client.get_streams().await.is_ok());
     token_client.shutdown().await.unwrap();
     client.delete_personal_access_token("ci").await.unwrap();
     assert!(
@@ -178,12 +189,18 @@ async fn logins_logouts_disconnects_shutdown_and_their_events() {
     assert_eq!(client.login_user("iggy", "iggy").await.unwrap().user_id, 0);
     assert_eq!(
         code(client.login_user("iggy", "not-the-password").await),
-        IggyError::FeatureUnavailable.as_code()
+        IggyError::InvalidCredentials.as_code()
     );
     assert_eq!(
         code(client.login_user("ab", "iggy").await),
         IggyError::InvalidUsername.as_code()
     );
+    // A refused login signs the SDK session out, as the SDK's; the right one signs it in.
+    assert_eq!(
+        code(client.get_streams().await),
+        IggyError::Unauthenticated.as_code()
+    );
+    assert_eq!(client.login_user("iggy", "iggy").await.unwrap().user_id, 0);
 
     // Signed out, as the SDK: what it checks its session for first is refused, and
     // `get_stats`, which it sends anyway, signs it in again (the SDK does so when the
