@@ -34,18 +34,25 @@ struct Harness {
     /// Frames written while `hold` is set, answered by `release`.
     held: Vec<(LinkId, Bytes)>,
     hold: bool,
+    /// Sign-ins each node refuses before it knows the new credentials (a lagging follower).
+    lagging: BTreeMap<usize, usize>,
     closed: Vec<LinkId>,
     events: Vec<Event>,
 }
 
 impl Harness {
     fn new() -> Self {
+        Self::with_primaries(vec![0])
+    }
+
+    /// Partition `p`'s primary is `primaries[p]`; node 0 is the metadata leader.
+    fn with_primaries(primaries: Vec<usize>) -> Self {
         let seeds = (0..3).map(addr).collect();
         let credentials = Credentials::user("owner", "owner-pw").unwrap();
         let now = Instant::now();
         let mut harness = Self {
             router: Router::new(Config::new(seeds, credentials), 7, now),
-            cluster: FakeCluster::new(3, vec![0]),
+            cluster: FakeCluster::new(3, primaries),
             now,
             links: BTreeMap::new(),
             sign_ins: Vec::new(),
@@ -53,6 +60,7 @@ impl Harness {
             refuse_next_write: None,
             held: Vec::new(),
             hold: false,
+            lagging: BTreeMap::new(),
             closed: Vec::new(),
             events: Vec::new(),
         };
@@ -96,7 +104,11 @@ impl Harness {
                 login.username.as_str().to_owned(),
                 login.password.expose().to_owned(),
             ));
-            self.cluster.refuse_logins = login.password.expose() == "bad-pw";
+            let lags = self.lagging.get(&node).is_some_and(|left| *left > 0);
+            if lags {
+                *self.lagging.entry(node).or_default() -= 1;
+            }
+            self.cluster.refuse_logins = login.password.expose() == "bad-pw" || lags;
         }
         if header.operation.is_metadata()
             && let Some(code) = self.refuse_next_write.take()
@@ -294,4 +306,56 @@ fn refused_new_credentials_fail_what_waits_and_the_old_ones_work_again() {
     h.step();
     assert!(h.run(Call::get_cluster_metadata()));
     assert_eq!(h.sign_ins.last(), Some(&offered("owner", "owner-pw")));
+}
+
+#[test]
+fn a_follower_that_has_not_applied_the_change_yet_is_asked_again_the_leader_is_final() {
+    // Partition 0's primary is node 1, a follower; node 0 leads and commits the change.
+    let mut h = Harness::with_primaries(vec![1]);
+    let send = || Call::send("s", "t", Partitioning::PartitionId(0), one_message()).unwrap();
+    assert!(h.run(Call::change_password("owner", "owner-pw", "owner-pw-2").unwrap()));
+    // The send opens the first data link to node 1, which refuses the new password twice
+    // before it has applied the change: the send waits and succeeds.
+    h.lagging.insert(1, 2);
+    assert!(
+        h.run(send()),
+        "the send failed on a lagging follower's refusal"
+    );
+    assert_eq!(
+        h.lagging[&1], 0,
+        "both refusals were met and the third sign-in passed"
+    );
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::SignInRefused { fatal: true, .. }))
+    );
+
+    // The leader's refusal is final at once: what waits for a session fails.
+    h.router
+        .sign_in_as(h.now, Credentials::user("owner", "bad-pw").unwrap());
+    h.step();
+    let started = h.now;
+    assert!(!h.run(Call::get_cluster_metadata()));
+    assert!(
+        h.now - started < Duration::from_secs(1),
+        "{:?}",
+        h.now - started
+    );
+}
+
+#[test]
+fn past_the_settling_time_a_followers_refusal_is_final() {
+    let mut h = Harness::with_primaries(vec![1]);
+    assert!(h.run(Call::change_password("owner", "owner-pw", "owner-pw-2").unwrap()));
+    h.now += Duration::from_secs(4);
+    h.lagging.insert(1, 1_000);
+    let started = h.now;
+    let send = Call::send("s", "t", Partitioning::PartitionId(0), one_message()).unwrap();
+    assert!(!h.run(send), "a follower refusing for good fails the send");
+    assert!(
+        h.now - started < Duration::from_secs(1),
+        "{:?}",
+        h.now - started
+    );
 }

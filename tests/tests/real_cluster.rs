@@ -24,6 +24,10 @@ mod groups;
 #[path = "real_cluster/sdk_interop.rs"]
 mod sdk_interop;
 
+// Own password and name changes, and run-time logins as another user.
+#[path = "real_cluster/accounts.rs"]
+mod accounts;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};

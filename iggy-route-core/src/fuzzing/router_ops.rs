@@ -195,6 +195,13 @@ fn step(
                 router.withdraw(*now, open[usize::from(arg) % open.len()]);
             }
         }
+        // A login as another user (or back): every link retires, nothing may be lost.
+        _ if arg & 0x40 != 0 => {
+            let username = if arg & 1 == 0 { "iggy" } else { "other" };
+            if let Ok(credentials) = Credentials::user(username, "iggy") {
+                router.sign_in_as(*now, credentials);
+            }
+        }
         _ => cluster.routing_commands = !cluster.routing_commands,
     }
 }

@@ -16,7 +16,7 @@
 //! change did commit, later sign-ins are refused and the caller, who was told the outcome
 //! is unknown, knows why).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::link::LinkState;
 use super::{Output, Router};
@@ -24,7 +24,12 @@ use crate::config::Credentials;
 use crate::event::Event;
 use crate::ids::{LinkId, RequestId};
 use crate::request::Request;
-use crate::wire::{AccountChange, Identifier};
+use crate::wire::{AccountChange, ErrorCode, Identifier};
+
+/// How long after a change of the credentials a node other than the metadata leader may
+/// still refuse them for not having applied the change: a follower applies a commit when
+/// the leader's next message tells it, within a heartbeat on a healthy cluster.
+const CREDENTIALS_SETTLE: Duration = Duration::from_secs(3);
 
 impl Router {
     /// `request` was committed: if it changed the signed-in user's password or name, links
@@ -56,6 +61,7 @@ impl Router {
         if let Some(new_name) = change.username {
             *username = new_name.as_str().to_owned();
         }
+        self.coordinator.credentials_changed_at = Some(self.last_now);
         self.outputs
             .push_back(Output::Event(Event::CredentialsChanged));
     }
@@ -76,6 +82,7 @@ impl Router {
     pub fn sign_in_as(&mut self, now: Instant, credentials: Credentials) {
         let now = self.clock(now);
         self.config.credentials = credentials;
+        self.coordinator.credentials_changed_at = Some(now);
         let links: Vec<LinkId> = self.links.keys().copied().collect();
         for id in links {
             let Some(link) = self.links.get_mut(&id) else {
@@ -88,6 +95,30 @@ impl Router {
             }
         }
         self.settle(now);
+    }
+
+    /// Whether a refusal of the credentials by the node of `link_id` may only mean that
+    /// the node has not applied their change yet: within [`CREDENTIALS_SETTLE`] of the
+    /// change, from a node other than the metadata leader (which committed it, and whose
+    /// refusal is final). The real cluster refuses a new password on a follower for a
+    /// while after the leader committed it. Such a sign-in is tried again after a backoff,
+    /// as one answered "not now" is.
+    pub(super) fn credentials_settling(
+        &self,
+        now: Instant,
+        link_id: LinkId,
+        code: ErrorCode,
+    ) -> bool {
+        let refused = matches!(
+            code,
+            ErrorCode::InvalidCredentials | ErrorCode::InvalidPersonalAccessToken
+        );
+        let recent = self
+            .coordinator
+            .credentials_changed_at
+            .is_some_and(|at| now.saturating_duration_since(at) < CREDENTIALS_SETTLE);
+        let node = self.links.get(&link_id).map(|link| link.node);
+        refused && recent && node.is_some() && node != self.routing.leader()
     }
 
     /// Closes every retiring link with nothing in flight.

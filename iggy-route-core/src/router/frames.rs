@@ -191,8 +191,16 @@ impl Router {
     /// The credentials (or the protocol version) were refused: every request waiting for a
     /// session fails with the server's reason, and the node backs off before the next try.
     pub(super) fn sign_in_failed(&mut self, now: Instant, link_id: LinkId, code: ErrorCode) {
+        if self.credentials_settling(now, link_id, code) {
+            self.sign_in_deferred(now, link_id);
+            return;
+        }
         warn!(link = %link_id, %code, "sign-in refused");
         let fatal = code.is_fatal_to_sign_in();
+        if fatal {
+            // A final refusal settles a change of the credentials: no node is waited for.
+            self.coordinator.credentials_changed_at = None;
+        }
         if let Some(link) = self.links.get(&link_id) {
             let node = link.node;
             let event = crate::event::Event::SignInRefused { node, code, fatal };

@@ -80,6 +80,9 @@ struct Coordinator {
     /// The user the links are signed in as (every sign-in reports it), to recognise a
     /// change of that user named by its numeric id (see `account`).
     user_id: Option<u32>,
+    /// When the credentials last changed (see `account`): until the change settles, a
+    /// node other than the metadata leader may not know them yet.
+    credentials_changed_at: Option<Instant>,
 }
 
 /// The router: routing decisions plus the links that carry them. See the module
@@ -139,6 +142,7 @@ impl Router {
                 queue: VecDeque::new(),
                 signed_in_once: false,
                 user_id: None,
+                credentials_changed_at: None,
             },
             requests: BTreeMap::new(),
             ready: BTreeMap::new(),

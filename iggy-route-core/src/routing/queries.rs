@@ -30,6 +30,11 @@ impl Routing {
         &self.roster
     }
 
+    /// The metadata leader as the last roster named it.
+    pub(crate) fn leader(&self) -> Option<NodeId> {
+        self.leader
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> Stats {
         self.stats

@@ -189,10 +189,14 @@ fn apply(
             let request = UpdateUserRequest::decode(body).map_err(malformed)?;
             let id = target(state, &request.user)?;
             let username = request.username.as_ref().map(|name| name.as_str());
+            let before = sign_in_of(state, id);
             state
                 .users_mut()
                 .update(id, username, request.status)
                 .map_err(Refusal::Rejected)?;
+            if let (Some((name, password)), Some(_)) = (before, username) {
+                state.sign_in_replaced(id, &name, &password);
+            }
             Ok(BytesMut::new())
         }
         Operation::DeleteUser => {
@@ -213,10 +217,14 @@ fn apply(
         Operation::ChangePassword => {
             let request = ChangePasswordRequest::decode(body).map_err(malformed)?;
             let id = target(state, &request.user)?;
+            let before = sign_in_of(state, id);
             state
                 .users_mut()
                 .change_password(id, &request.current_password, request.new_password)
                 .map_err(Refusal::Rejected)?;
+            if let Some((name, password)) = before {
+                state.sign_in_replaced(id, &name, &password);
+            }
             Ok(BytesMut::new())
         }
         Operation::CreatePersonalAccessToken => {
@@ -246,4 +254,12 @@ fn apply(
         }
         _ => Err(Refusal::Denied(ErrorCode::InvalidCommand)),
     }
+}
+
+/// The username and password `id` signs in with now, before a change replaces them.
+fn sign_in_of(state: &ClusterState, id: u32) -> Option<(String, iggy_route_core::wire::Password)> {
+    state
+        .users()
+        .get(id)
+        .map(|user| (user.username.clone(), user.password.clone()))
 }

@@ -222,3 +222,69 @@ fn a_slow_commit_holds_every_admitted_send_and_only_those() {
     });
     assert_eq!(send(&mut writer, &mut state), (0, slower));
 }
+
+/// Whether `password` signs `user` in on a fresh connection to `node`.
+fn signs_in(state: &mut ClusterState, node: usize, user: &str, password: &str) -> bool {
+    let mut client = Client::open(state, node, 77);
+    matches!(
+        client.login(state, user, password),
+        super::testkit::Answer::Reply { .. }
+    )
+}
+
+#[test]
+fn a_follower_signs_in_with_the_old_password_or_name_until_its_copy_catches_up() {
+    let mut state = lagging();
+    state.add_user("owner", "first-pw");
+    let mut leader = Client::signed_in(&mut state, 0, 1);
+    let change = iggy_route_core::wire::ChangePasswordRequest::new(
+        Identifier::Named(Name::new("owner").unwrap()),
+        "first-pw",
+        "second-pw",
+    )
+    .unwrap();
+    let changed = leader.write(
+        &mut state,
+        Operation::ChangePassword,
+        encode(|out| change.encode(out)),
+    );
+    assert_eq!(changed.status(), 0);
+    state.set_now_micros(10_001 * MS);
+    assert!(
+        signs_in(&mut state, 0, "owner", "second-pw"),
+        "the leader knows it at once"
+    );
+    assert!(!signs_in(&mut state, 0, "owner", "first-pw"));
+    assert!(
+        !signs_in(&mut state, 1, "owner", "second-pw"),
+        "a follower, 1 ms after: not yet"
+    );
+    assert!(
+        signs_in(&mut state, 1, "owner", "first-pw"),
+        "it still knows the old one"
+    );
+    state.set_now_micros(10_201 * MS);
+    assert!(signs_in(&mut state, 1, "owner", "second-pw"));
+    assert!(!signs_in(&mut state, 1, "owner", "first-pw"));
+
+    let rename = iggy_route_core::wire::UpdateUserRequest {
+        user: Identifier::Named(Name::new("owner").unwrap()),
+        username: Some(Name::new("renamed").unwrap()),
+        status: None,
+    };
+    let renamed = leader.write(
+        &mut state,
+        Operation::UpdateUser,
+        encode(|out| rename.encode(out)),
+    );
+    assert_eq!(renamed.status(), 0);
+    state.set_now_micros(10_202 * MS);
+    assert!(signs_in(&mut state, 0, "renamed", "second-pw"));
+    assert!(
+        !signs_in(&mut state, 2, "renamed", "second-pw"),
+        "a follower: not yet"
+    );
+    assert!(signs_in(&mut state, 2, "owner", "second-pw"));
+    state.set_now_micros(10_402 * MS);
+    assert!(signs_in(&mut state, 2, "renamed", "second-pw"));
+}

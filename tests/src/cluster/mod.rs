@@ -41,6 +41,7 @@ mod permissioner;
 #[cfg(test)]
 mod raw_client;
 mod revocations;
+mod sign_in_lag;
 mod state;
 #[cfg(test)]
 mod system_tests;

@@ -451,9 +451,11 @@ impl NodeConnection {
             state.stats_mut(self.node).login_failures += 1;
             return Outcome::Evict(EvictionReason::IncompatibleProtocol);
         }
-        let Some(user_id) =
-            state.authenticate(request.username.as_str(), request.password.expose())
-        else {
+        let Some(user_id) = state.authenticate_on(
+            self.node,
+            request.username.as_str(),
+            request.password.expose(),
+        ) else {
             state.stats_mut(self.node).login_failures += 1;
             return Outcome::Evict(EvictionReason::InvalidCredentials);
         };

@@ -20,6 +20,7 @@ use iggy_route_core::wire::{Password, Permissions, UserStatus};
 use super::catalog::Catalog;
 use super::log::Retention;
 use super::revocations::{self, REBALANCING_TIMEOUT};
+use super::sign_in_lag::{KnownSignIn, SignInHistory};
 use super::tls::ServerCertificate;
 use super::users::Users;
 
@@ -194,6 +195,9 @@ pub struct ClusterState {
     name: String,
     nodes: Vec<NodeInfo>,
     users: Users,
+    /// Credentials replaced by committed changes, for followers that lag (see
+    /// `sign_in_lag`).
+    sign_ins: SignInHistory,
     sessions: BTreeMap<u128, SessionRecord>,
     /// Streams, topics, partitions, logs and consumer offsets.
     pub catalog: Catalog,
@@ -258,6 +262,7 @@ impl ClusterState {
             last_timestamp: 0,
             lag: config.lag,
             commit_history: VecDeque::new(),
+            sign_ins: SignInHistory::default(),
             reply_commit_delay: Duration::ZERO,
             last_transport_id: 0,
             refused_send: None,
@@ -542,6 +547,34 @@ impl ClusterState {
     /// The user these credentials sign in, if they match an active user.
     pub fn authenticate(&self, username: &str, password: &str) -> Option<u32> {
         self.users.authenticate(username, password)
+    }
+
+    /// The user these credentials sign in on `node`: on a follower, as of its metadata
+    /// horizon, so a password or name changed since is not known there yet and the one it
+    /// replaced still is (see `sign_in_lag`).
+    pub fn authenticate_on(&self, node: NodeId, username: &str, password: &str) -> Option<u32> {
+        let Some(horizon) = self.metadata_horizon(node) else {
+            return self.authenticate(username, password);
+        };
+        let active = |id: u32| {
+            self.users
+                .get(id)
+                .is_some_and(|user| user.status == UserStatus::Active)
+        };
+        let stale = self.users.all().find(|user| {
+            self.sign_ins.known_at(user.id, horizon) == KnownSignIn::AsOf { username, password }
+        });
+        if let Some(user) = stale {
+            return active(user.id).then_some(user.id);
+        }
+        self.authenticate(username, password)
+            .filter(|&id| self.sign_ins.known_at(id, horizon) == KnownSignIn::Current)
+    }
+
+    /// `user` signed in with `username` and `password` until a change committed now.
+    pub fn sign_in_replaced(&mut self, user: u32, username: &str, password: &Password) {
+        let now = self.now_micros;
+        self.sign_ins.replaced(now, user, username, password);
     }
 
     /// Every user and personal access token.
