@@ -321,6 +321,16 @@ impl Client {
         self.run_with(call, Admission::Wait { deadline }).await
     }
 
+    /// [`Client::run`] without stamping: a send's messages keep the origin timestamps they
+    /// carry, 0 included. The SDK's `send_messages` stores what its caller's messages hold
+    /// (its message builder stamps them itself).
+    #[cfg(feature = "sdk")]
+    pub(crate) async fn run_as_given<T>(&self, call: Call<T>) -> Result<T, ClientError> {
+        let deadline = Instant::now() + self.request_timeout;
+        let Call { request, reply } = call;
+        reply.extract(self.submit(request, Admission::Wait { deadline }).await?)
+    }
+
     async fn run_with<T>(&self, mut call: Call<T>, admission: Admission) -> Result<T, ClientError> {
         call.stamp_origin_timestamps(unix_micros());
         let Call { request, reply } = call;

@@ -9,6 +9,7 @@ use iggy_common::{
     IggyMessage, MessageClient, Partitioning, PolledMessages, PollingStrategy,
     SendMessagesConfirmationResponse, SendMessagesResponse,
 };
+use iggy_route_core::client::Call;
 use iggy_route_core::wire;
 use iggy_route_core::{PollRequest, SendReceipt};
 
@@ -211,7 +212,11 @@ impl MessageClient for Client {
             seal_messages(encryptor, messages)?;
         }
         let routed = route_messages(messages)?;
-        let receipt = Client::send(self, stream.clone(), topic.clone(), partitioning, routed)
+        // As given: an origin timestamp of 0 is stored as 0, as the SDK stores it.
+        let call = Call::send(stream.clone(), topic.clone(), partitioning, routed)
+            .map_err(super::errors::send_error)?;
+        let receipt = self
+            .run_as_given(call)
             .await
             .map_err(super::errors::send_error)?;
         Ok(self.send_response(&stream, &topic, receipt).await)
