@@ -54,14 +54,10 @@ impl Request {
                 if send.messages.is_empty() {
                     return Err(SubmitError::EmptyBatch);
                 }
-                if let Partitioning::MessagesKey(key) = &send.partitioning
-                    && (key.is_empty() || key.len() > 255)
-                {
-                    return Err(SubmitError::Invalid(WireError::InvalidLength {
-                        field: "messages key",
-                        len: key.len(),
-                    }));
-                }
+                // A messages key of any length is fine here: the router hashes it to a
+                // partition and only the partition id goes out, as the SDK's
+                // `send_messages` hashes whatever key bytes it is given (an empty key
+                // too). `Partitioning::messages_key` keeps the SDK constructor's 1..=255.
                 let mut frames = 0usize;
                 for message in &send.messages {
                     if message.payload.len() > MAX_PAYLOAD {

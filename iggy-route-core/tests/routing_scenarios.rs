@@ -373,6 +373,29 @@ fn a_header_block_is_sent_as_given_and_only_its_size_is_bounded() {
     );
 }
 
+/// A messages key is hashed to a partition and never sent, so its length is no limit at
+/// submit: the SDK's `send_messages` hashes an empty key, or one longer than its own
+/// constructor allows, to a partition and sends it. Both were refused here.
+#[test]
+fn a_messages_key_of_any_length_is_accepted_and_only_hashed() {
+    let t0 = origin();
+    let mut router = iggy_route_core::Router::new(config(), 1, t0);
+    for key in [Vec::new(), vec![7; 300], vec![1; 70_000]] {
+        let request = Request::Send(SendRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::MessagesKey(key.into()),
+            messages: vec![Message::new("m")],
+        });
+        assert!(router.submit(t0, request).is_ok());
+    }
+    assert_eq!(
+        iggy_route_core::partitioning::resolve_partition(&[], 3),
+        Some(0x02cc_5d05 % 3),
+        "the empty key's hash, as the SDK's"
+    );
+}
+
 // --- refusal ----------------------------------------------------------------------------
 
 #[test]

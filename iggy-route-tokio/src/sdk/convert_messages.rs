@@ -80,15 +80,18 @@ pub(super) fn route_partitioning(
                 .ok_or(IggyError::InvalidCommand)?;
             Ok(Partitioning::PartitionId(u32::from_le_bytes(id)))
         }
-        PartitioningKind::MessagesKey => Partitioning::messages_key(partitioning.value.clone())
-            .map_err(|_| IggyError::InvalidCommand),
+        // The SDK hashes the key's bytes as they are, whatever their length (its length
+        // byte is not read): an empty key, or one longer than its own constructor allows,
+        // goes to the partition its hash picks, so the same here.
+        PartitioningKind::MessagesKey => Ok(Partitioning::MessagesKey(bytes::Bytes::from(
+            partitioning.value.clone(),
+        ))),
     }
 }
 
 /// The messages of a send, as iggy-route sends them: id, origin timestamp, payload and the
 /// raw user-header block, untouched. A message with id 0 gets a fresh UUID here and keeps
-/// it in the caller's slice, as the SDK mints it (a message with origin timestamp 0 is
-/// stamped with the current time when it is sent, also as with the SDK).
+/// it in the caller's slice, as the SDK mints it; the origin timestamp goes out as given.
 pub(super) fn route_messages(messages: &mut [IggyMessage]) -> Result<Vec<Message>, IggyError> {
     messages
         .iter_mut()
