@@ -47,12 +47,19 @@ impl Harness {
 
     /// Partition `p`'s primary is `primaries[p]`; node 0 is the metadata leader.
     fn with_primaries(primaries: Vec<usize>) -> Self {
+        Self::with_leader(primaries, 0)
+    }
+
+    /// As `with_primaries`, with `leader` as the metadata leader.
+    fn with_leader(primaries: Vec<usize>, leader: usize) -> Self {
+        let mut cluster = FakeCluster::new(3, primaries);
+        cluster.leader = leader;
         let seeds = (0..3).map(addr).collect();
         let credentials = Credentials::user("owner", "owner-pw").unwrap();
         let now = Instant::now();
         let mut harness = Self {
             router: Router::new(Config::new(seeds, credentials), 7, now),
-            cluster: FakeCluster::new(3, primaries),
+            cluster,
             now,
             links: BTreeMap::new(),
             sign_ins: Vec::new(),
@@ -358,4 +365,61 @@ fn past_the_settling_time_a_followers_refusal_is_final() {
         "{:?}",
         h.now - started
     );
+}
+
+#[test]
+fn a_refusal_of_credentials_already_replaced_fails_nothing() {
+    let mut h = Harness::new();
+    assert!(h.run(Call::get_cluster_metadata()));
+    // A wrong login's sign-in is on the wire when the right one replaces it.
+    h.hold = true;
+    h.router
+        .sign_in_as(h.now, Credentials::user("owner", "bad-pw").unwrap());
+    h.step();
+    let waiting = h
+        .router
+        .submit(h.now, Call::get_cluster_metadata().request)
+        .unwrap();
+    h.step();
+    assert!(
+        h.sign_ins.is_empty() || h.held.iter().any(|(link, _)| h.links.contains_key(link)),
+        "a sign-in with the wrong password is in flight"
+    );
+    h.router
+        .sign_in_as(h.now, Credentials::user("owner", "owner-pw").unwrap());
+    h.step();
+    h.release();
+    let deadline = h.now + Duration::from_secs(30);
+    while !h.completed.contains_key(&waiting) {
+        assert!(h.now < deadline, "the read never completed");
+        h.advance();
+    }
+    assert!(
+        h.completed[&waiting],
+        "the read waited for the right credentials"
+    );
+    assert!(h.sign_ins.contains(&offered("owner", "bad-pw")));
+    assert!(!h.events.iter().any(|e| matches!(
+        e,
+        Event::SignInRefused { fatal: true, .. } | Event::SessionMoved { .. }
+    )));
+}
+
+#[test]
+fn a_login_as_another_user_signs_the_session_in_on_the_metadata_leader() {
+    let mut h = Harness::with_leader(vec![0], 2);
+    assert!(h.run(Call::get_cluster_metadata()));
+    let session_node = |h: &Harness| h.links.values().next().copied();
+    assert_eq!(
+        session_node(&h),
+        Some(0),
+        "the session starts on the first seed"
+    );
+    h.router
+        .sign_in_as(h.now, Credentials::user("second", "second-pw").unwrap());
+    h.step();
+    assert!(h.run(Call::get_cluster_metadata()));
+    let nodes: Vec<usize> = h.links.values().copied().collect();
+    assert_eq!(nodes, [2], "the new session is on the leader: {nodes:?}");
+    assert_eq!(h.router.stats().session_moves, 0);
 }

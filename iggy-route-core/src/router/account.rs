@@ -83,6 +83,13 @@ impl Router {
         let now = self.clock(now);
         self.config.credentials = credentials;
         self.coordinator.credentials_changed_at = Some(now);
+        // The new session signs in on the metadata leader, which has applied every
+        // committed user change: it answers at once for a user just made or changed, and
+        // its refusal is final, where a lagging follower's would be waited out (the SDK's
+        // login lands its session there too). Not a move for an unreachable node.
+        if let Some(leader) = self.routing.leader() {
+            self.coordinator.node = leader;
+        }
         let links: Vec<LinkId> = self.links.keys().copied().collect();
         for id in links {
             let Some(link) = self.links.get_mut(&id) else {
@@ -119,6 +126,32 @@ impl Router {
             .is_some_and(|at| now.saturating_duration_since(at) < CREDENTIALS_SETTLE);
         let node = self.links.get(&link_id).map(|link| link.node);
         refused && recent && node.is_some() && node != self.routing.leader()
+    }
+
+    /// The session's sign-in with changed credentials was refused by a node that may lag:
+    /// the next one goes to the metadata leader, whose answer is final, when it is known
+    /// (it may have been learned only since the credentials changed).
+    pub(super) fn session_to_the_leader(&mut self, link_id: LinkId) {
+        if self.coordinator.link != Some(link_id) {
+            return;
+        }
+        if let Some(leader) = self.routing.leader() {
+            self.coordinator.node = leader;
+        }
+    }
+
+    /// A retiring link's sign-in was refused: it goes, and that is all. Neither its node
+    /// nor the session is to blame (a failure would back the node off or move the
+    /// session), and what waits for a link signs in with the current credentials next.
+    pub(super) fn drop_retired_sign_in(&mut self, link_id: LinkId) {
+        let Some(link) = self.links.remove(&link_id) else {
+            return;
+        };
+        self.outputs.push_back(Output::Close { link: link_id });
+        if self.coordinator.link == Some(link.id) {
+            self.coordinator.link = None;
+            self.coordinator.identity = None;
+        }
     }
 
     /// Closes every retiring link with nothing in flight.

@@ -191,7 +191,14 @@ impl Router {
     /// The credentials (or the protocol version) were refused: every request waiting for a
     /// session fails with the server's reason, and the node backs off before the next try.
     pub(super) fn sign_in_failed(&mut self, now: Instant, link_id: LinkId, code: ErrorCode) {
+        if self.links.get(&link_id).is_some_and(|link| link.retiring) {
+            // Offered credentials the router no longer uses: the refusal says nothing of
+            // the current ones, and must not fail what waits for them.
+            self.drop_retired_sign_in(link_id);
+            return;
+        }
         if self.credentials_settling(now, link_id, code) {
+            self.session_to_the_leader(link_id);
             self.sign_in_deferred(now, link_id);
             return;
         }
