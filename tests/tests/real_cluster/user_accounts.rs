@@ -49,7 +49,7 @@ fn connect_when_known(adapter: Adapter, config: &iggy_route_core::Config) -> Tes
 
 #[test]
 fn own_password_and_name_changes_and_a_login_as_another_user() {
-    let Some(cluster) = RealCluster::from_env("accounts") else {
+    let Some(cluster) = RealCluster::from_env("user_accounts") else {
         return;
     };
     let mut fixture = serial();
