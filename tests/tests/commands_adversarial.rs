@@ -588,7 +588,9 @@ impl World {
                     assert!(cluster.set_primary(stream, topic, partition, node));
                 }
             })),
-            settle: Duration::ZERO,
+            // A follower knows a user's new password (or a new user) once its metadata copy
+            // catches up, 200 ms after the leader in the model, as on a real cluster.
+            settle: Duration::from_millis(300),
         }
     }
 

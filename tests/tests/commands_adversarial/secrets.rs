@@ -99,6 +99,9 @@ pub(super) fn credentials_never_reach_a_log_line() {
                 "{shown}"
             );
 
+            // Node 1, a follower, knows the new password once its copy catches up (200 ms
+            // after the leader in the model, as on a real cluster).
+            std::thread::sleep(Duration::from_millis(300));
             let as_user = Cl::connect(
                 adapter,
                 with_credentials(world.config(1), user(&username, &second)),
