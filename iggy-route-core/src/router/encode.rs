@@ -23,7 +23,7 @@ fn lookup_consumer() -> Consumer {
 
 /// The `GET_POLL_ROUTING` (103) body for a partition: a whole poll request with
 /// `auto_commit` set, as the server requires (protocol §13.1).
-pub(crate) fn route_lookup_body(stream: &Identifier, topic: &Identifier, partition: u32) -> Bytes {
+pub(super) fn route_lookup_body(stream: &Identifier, topic: &Identifier, partition: u32) -> Bytes {
     let request = PollMessagesRequest {
         consumer: lookup_consumer(),
         stream: stream.clone(),
@@ -39,7 +39,7 @@ pub(crate) fn route_lookup_body(stream: &Identifier, topic: &Identifier, partiti
 }
 
 /// The `GET_TOPIC` (300) body.
-pub(crate) fn get_topic_body(stream: &Identifier, topic: &Identifier) -> Bytes {
+pub(super) fn get_topic_body(stream: &Identifier, topic: &Identifier) -> Bytes {
     let request = GetTopicRequest {
         stream: stream.clone(),
         topic: topic.clone(),
@@ -52,15 +52,15 @@ pub(crate) fn get_topic_body(stream: &Identifier, topic: &Identifier) -> Bytes {
 /// How one attempt of a request goes on the wire: its operation, its command code, and a
 /// frame whose first 256 bytes are a placeholder for the link to write its header over.
 #[derive(Debug)]
-pub(crate) struct Encoded {
-    pub(crate) operation: Operation,
-    pub(crate) code: u32,
-    pub(crate) frame: BytesMut,
+pub(super) struct Encoded {
+    pub(super) operation: Operation,
+    pub(super) code: u32,
+    pub(super) frame: BytesMut,
 }
 
 impl Encoded {
     /// Nothing to write (a frame whose requests are all over).
-    pub(crate) fn empty() -> Self {
+    pub(super) fn empty() -> Self {
         Self {
             operation: Operation::for_code(code::SEND_MESSAGES),
             code: code::SEND_MESSAGES,
@@ -70,7 +70,7 @@ impl Encoded {
 }
 
 /// A send's message count.
-pub(crate) fn message_count(request: &Request) -> u32 {
+pub(super) fn message_count(request: &Request) -> u32 {
     match request {
         Request::Send(send) => u32::try_from(send.messages.len()).unwrap_or(u32::MAX),
         Request::Poll(_) | Request::StoreOffset(_) | Request::Admin(_) | Request::Command(_) => 0,
@@ -80,7 +80,7 @@ pub(crate) fn message_count(request: &Request) -> u32 {
 /// One `SEND_MESSAGES` frame carrying the messages of several sends of one partition, in
 /// order: the first send's stream and topic (routing merges only sends of one lane, so
 /// they name them alike).
-pub(crate) fn encode_sends<'a>(
+pub(super) fn encode_sends<'a>(
     sends: impl Iterator<Item = &'a Request> + Clone,
     partition: Option<u32>,
 ) -> Encoded {
@@ -110,7 +110,7 @@ pub(crate) fn encode_sends<'a>(
 
 /// Encodes a request for one attempt. `primary_gated` selects the routed forms (a poll as
 /// `POLL_MESSAGES_ON_PRIMARY`, 104) used on data links of clusters with routing commands.
-pub(crate) fn encode(request: &Request, partition: Option<u32>, primary_gated: bool) -> Encoded {
+pub(super) fn encode(request: &Request, partition: Option<u32>, primary_gated: bool) -> Encoded {
     let mut out = BytesMut::new();
     out.put_bytes(0, HEADER_SIZE);
     let code = match request {

@@ -15,7 +15,7 @@ use crate::wire::{FrameDecoder, HEADER_SIZE, Operation, RequestHeader, request_c
 
 /// Where a link is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LinkState {
+pub(super) enum LinkState {
     /// `Output::Connect` issued, no answer from the transport yet.
     Connecting,
     /// Connected; the login is in flight.
@@ -26,7 +26,7 @@ pub(crate) enum LinkState {
 
 /// What the request in flight on a link is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Job {
+pub(super) enum Job {
     Login,
     Ping,
     Roster,
@@ -39,34 +39,34 @@ pub(crate) enum Job {
 
 /// The exchange a link waits on. `Debug` shows the frame's length only: a login frame
 /// carries the password.
-pub(crate) struct InFlight {
-    pub(crate) job: Job,
+pub(super) struct InFlight {
+    pub(super) job: Job,
     /// Past this instant the node counts as silent and the link is closed.
-    pub(crate) deadline: Instant,
+    pub(super) deadline: Instant,
     /// The frame as written, replayed byte for byte after a `TransientNotCommitted` (57).
-    pub(crate) frame: Bytes,
+    pub(super) frame: Bytes,
     /// What the reply must echo: the request number and operation the frame carries.
-    pub(crate) sent: Sealed,
+    pub(super) sent: Sealed,
     /// When set, the frame is written again at this instant.
-    pub(crate) replay_at: Option<Instant>,
+    pub(super) replay_at: Option<Instant>,
     /// Replays of this frame so far (bounded by `Config::max_replays`).
-    pub(crate) replays: u32,
+    pub(super) replays: u32,
     /// A merged send's requests in frame order, the first being the job's, with each
     /// one's message count; empty for any other exchange.
-    pub(crate) batch: Vec<(RequestId, u32)>,
+    pub(super) batch: Vec<(RequestId, u32)>,
 }
 
 /// The identity of one written frame, as its reply must echo it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Sealed {
-    pub(crate) request: u64,
-    pub(crate) operation: Operation,
+pub(super) struct Sealed {
+    pub(super) request: u64,
+    pub(super) operation: Operation,
 }
 
 impl InFlight {
     /// Every caller's request this exchange carries: the job's, and the sends merged into
     /// its frame.
-    pub(crate) fn carried(&self) -> impl Iterator<Item = RequestId> + '_ {
+    pub(super) fn carried(&self) -> impl Iterator<Item = RequestId> + '_ {
         self.request()
             .into_iter()
             .chain(self.batch.iter().skip(1).map(|(id, _)| *id))
@@ -74,7 +74,7 @@ impl InFlight {
 
     /// The caller's request this exchange carries, if any: only those are answered 57 and
     /// replayed.
-    pub(crate) fn request(&self) -> Option<RequestId> {
+    pub(super) fn request(&self) -> Option<RequestId> {
         match &self.job {
             Job::Request(request, _) => Some(*request),
             Job::Login
@@ -103,36 +103,36 @@ impl std::fmt::Debug for InFlight {
 
 /// The consumer session a data link was attached to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Attachment {
-    pub(crate) client_id: u128,
-    pub(crate) session: u64,
-    pub(crate) watermark: u64,
+pub(super) struct Attachment {
+    pub(super) client_id: u128,
+    pub(super) session: u64,
+    pub(super) watermark: u64,
 }
 
 #[derive(Debug)]
-pub(crate) struct Link {
-    pub(crate) id: LinkId,
-    pub(crate) node: NodeId,
-    pub(crate) role: LinkRole,
-    pub(crate) state: LinkState,
-    pub(crate) opened_at: Instant,
+pub(super) struct Link {
+    pub(super) id: LinkId,
+    pub(super) node: NodeId,
+    pub(super) role: LinkRole,
+    pub(super) state: LinkState,
+    pub(super) opened_at: Instant,
     /// This link's own VSR identity: its client id, the session its login returned and its
     /// request counter. A send's dedup identity is the link it goes out on.
-    pub(crate) client_id: u128,
-    pub(crate) session: u64,
-    pub(crate) request_counter: u64,
-    pub(crate) decoder: FrameDecoder,
-    pub(crate) in_flight: Option<InFlight>,
-    pub(crate) last_sent: Instant,
+    pub(super) client_id: u128,
+    pub(super) session: u64,
+    pub(super) request_counter: u64,
+    pub(super) decoder: FrameDecoder,
+    pub(super) in_flight: Option<InFlight>,
+    pub(super) last_sent: Instant,
     /// Last real request (not a heartbeat): data links idle past their timeout are closed.
-    pub(crate) last_used: Instant,
-    pub(crate) attached: Option<Attachment>,
+    pub(super) last_used: Instant,
+    pub(super) attached: Option<Attachment>,
     /// The node answered an exchange of ours on this link after its sign-in. A link lost
     /// before that (a node that signs in and then breaks the protocol, closes or falls
     /// silent) counts as a failure of its node and backs off, like a failed connect.
-    pub(crate) proven: bool,
+    pub(super) proven: bool,
     /// Its next deadline and what for, as filed in the router's timer index.
-    pub(crate) filed: Option<(Instant, TimerKind)>,
+    pub(super) filed: Option<(Instant, TimerKind)>,
     /// The consumer group whose membership this link's identity holds (see
     /// `router::membership`): such a link takes no pool traffic and is never closed for
     /// idleness.
@@ -147,7 +147,7 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    pub(crate) fn new(
+    pub(super) fn new(
         id: LinkId,
         node: NodeId,
         role: LinkRole,
@@ -177,18 +177,18 @@ impl Link {
         }
     }
 
-    pub(crate) fn is_idle(&self) -> bool {
+    pub(super) fn is_idle(&self) -> bool {
         self.state == LinkState::Ready && self.in_flight.is_none() && !self.retiring
     }
 
     /// A data link of the node's pool: one that holds no group membership.
-    pub(crate) fn in_pool(&self) -> bool {
+    pub(super) fn in_pool(&self) -> bool {
         self.role == LinkRole::Data && self.member_of.is_none()
     }
 
     /// A whole request frame with this link's identity, around `body`, and what its reply
     /// must echo.
-    pub(crate) fn frame(
+    pub(super) fn frame(
         &mut self,
         operation: Operation,
         code: u32,
@@ -210,7 +210,7 @@ impl Link {
     /// non-replicated path), and the metadata plane's client table allows gaps between
     /// replicated numbers, so a number per exchange costs nothing and lets every reply be
     /// matched to its request.
-    pub(crate) fn seal(
+    pub(super) fn seal(
         &mut self,
         operation: Operation,
         code: u32,
@@ -222,7 +222,7 @@ impl Link {
     /// [`Link::seal`], with `speak_for` in the header's `client` field instead of this
     /// link's id where given: a consumer group's sync and polls are answered as whoever
     /// the header names (see `router::membership`).
-    pub(crate) fn seal_as(
+    pub(super) fn seal_as(
         &mut self,
         operation: Operation,
         code: u32,

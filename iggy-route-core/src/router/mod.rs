@@ -23,7 +23,7 @@
 mod account;
 mod admission;
 mod classify;
-pub(crate) mod encode;
+mod encode;
 mod frames;
 mod group_commit;
 mod groups;
