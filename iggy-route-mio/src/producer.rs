@@ -42,14 +42,13 @@ mod background;
 mod delivery;
 mod direct;
 
-use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Duration;
 
 use iggy_route_core::SendReceipt;
 use iggy_route_core::client::ClientError;
-use iggy_route_core::client::producer::{DirectProducer, ProducerSettings};
-use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::client::producer::{
+    DirectProducer, ProducerModes, ProducerSettings, StartProducer,
+};
 use iggy_route_core::wire::{Identifier, Message};
 
 pub use background::Background;
@@ -78,94 +77,37 @@ impl<Mode> Clone for Producer<Mode> {
 }
 
 /// Sets up a [`Producer`]: [`Client::producer`], then the settings, then
-/// [`build`](ProducerBuilder::build).
-#[derive(Debug)]
-pub struct ProducerBuilder<Mode = Direct> {
-    client: Client,
-    settings: ProducerSettings,
-    mode: PhantomData<fn() -> Mode>,
-}
+/// [`build`](iggy_route_core::client::producer::ProducerBuilder::build). Its settings and
+/// their rules are the core's, the same on both adapters.
+pub type ProducerBuilder<Mode = Direct> =
+    iggy_route_core::client::producer::ProducerBuilder<Client, Mode>;
 
 impl Client {
     /// Starts setting up a producer of `stream`'s `topic` (named as for [`Client::send`]).
-    /// It is a direct producer unless [`ProducerBuilder::background`] is chosen.
+    /// It is a direct producer unless `background` is chosen.
     pub fn producer(
         &self,
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,
     ) -> Result<ProducerBuilder<Direct>, ClientError> {
-        Ok(ProducerBuilder {
-            client: self.clone(),
-            settings: ProducerSettings::new(
-                iggy_route_core::client::identifier(stream)?,
-                iggy_route_core::client::identifier(topic)?,
-            ),
-            mode: PhantomData,
-        })
+        ProducerBuilder::new(self.clone(), stream, topic)
     }
 }
 
-impl<Mode> ProducerBuilder<Mode> {
-    /// How each batch's partition is chosen (default `Balanced`: the router picks the
-    /// next partition for every batch).
-    #[must_use]
-    pub fn partitioning(mut self, partitioning: Partitioning) -> Self {
-        self.settings.config.partitioning = partitioning;
-        self
-    }
-
-    /// Most messages per send submitted (default 1,000).
-    #[must_use]
-    pub fn batch_length(mut self, messages: u32) -> Self {
-        self.settings.config.batch_length = messages;
-        self
-    }
-
-    /// Most message bytes (headers, payloads, user headers) per send submitted (default
-    /// 1 MiB). A single message above it goes alone.
-    #[must_use]
-    pub fn batch_size(mut self, bytes: usize) -> Self {
-        self.settings.config.batch_size = bytes;
-        self
-    }
-
-    /// Background mode: how long the oldest buffered message waits for its batch to fill
-    /// (default 1 ms). Direct mode sends at once.
-    #[must_use]
-    pub fn linger_time(mut self, linger: Duration) -> Self {
-        self.settings.config.linger_time = linger;
-        self
-    }
-
-    /// Direct mode (the default): `send` waits for every acknowledgement.
-    pub fn direct(self) -> ProducerBuilder<Direct> {
-        self.into_mode()
-    }
-
-    /// Background mode: `send` buffers, a thread of the producer submits.
-    pub fn background(self, background: BackgroundConfig) -> ProducerBuilder<Background> {
-        let mut builder = self.into_mode();
-        builder.settings.set_background(background);
-        builder
-    }
-
-    fn into_mode<Other>(self) -> ProducerBuilder<Other> {
-        ProducerBuilder {
-            client: self.client,
-            settings: self.settings,
-            mode: PhantomData,
-        }
-    }
+impl ProducerModes for Client {
+    type Direct = Direct;
+    type Background = Background;
 }
 
-impl ProducerBuilder<Direct> {
-    /// A direct producer. Fails with `ClientError::Config` for a zero bound
-    /// (`ProducerConfig::validate_direct`).
-    pub fn build(self) -> Result<Producer<Direct>, ClientError> {
-        self.settings.config.validate_direct()?;
+/// A direct producer: checked by `ProducerConfig::validate_direct`.
+impl StartProducer<Direct> for Client {
+    type Producer = Producer<Direct>;
+
+    fn start(self, settings: ProducerSettings) -> Result<Producer<Direct>, ClientError> {
+        settings.config.validate_direct()?;
         let direct = Direct {
-            client: self.client,
-            producer: DirectProducer::new(self.settings),
+            client: self,
+            producer: DirectProducer::new(settings),
         };
         Ok(Producer {
             mode: Arc::new(direct),
@@ -173,14 +115,15 @@ impl ProducerBuilder<Direct> {
     }
 }
 
-impl ProducerBuilder<Background> {
-    /// A background producer, with its thread started. Fails with `ClientError::Config`
-    /// for a zero bound or a duration over a day
-    /// (`ProducerConfig::validate_background`), and with `ClientError::Io` when the
-    /// thread cannot be spawned.
-    pub fn build(self) -> Result<Producer<Background>, ClientError> {
-        self.settings.config.validate_background()?;
-        let background = Background::start(self.client, self.settings)?;
+/// A background producer, with its thread started: checked by
+/// `ProducerConfig::validate_background`; `ClientError::Io` when the thread cannot be
+/// spawned.
+impl StartProducer<Background> for Client {
+    type Producer = Producer<Background>;
+
+    fn start(self, settings: ProducerSettings) -> Result<Producer<Background>, ClientError> {
+        settings.config.validate_background()?;
+        let background = Background::start(self, settings)?;
         Ok(Producer {
             mode: Arc::new(background),
         })

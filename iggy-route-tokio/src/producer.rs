@@ -40,14 +40,13 @@ mod background;
 mod direct;
 
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Duration;
 
 use iggy_route_core::SendReceipt;
-use iggy_route_core::client::producer::{DirectProducer, ProducerSettings};
-use iggy_route_core::client::{ClientError, identifier};
-use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::client::ClientError;
+use iggy_route_core::client::producer::{
+    DirectProducer, ProducerModes, ProducerSettings, StartProducer,
+};
 use iggy_route_core::wire::{Identifier, Message};
 
 use crate::Client;
@@ -58,14 +57,10 @@ pub use iggy_route_core::client::producer::{
     BackgroundConfig, Backpressure, ErrorCallback, ProducerError, ProducerStats, SendFailure,
 };
 
-/// Builds a [`Producer`]; from [`Client::producer`]. Direct mode unless
-/// [`ProducerBuilder::background`] is called.
-#[derive(Debug)]
-pub struct ProducerBuilder<M = Direct> {
-    client: Client,
-    settings: ProducerSettings,
-    mode: PhantomData<fn() -> M>,
-}
+/// Builds a [`Producer`]; from [`Client::producer`]. Direct mode unless `background` is
+/// called. Its settings and their rules are the core's, the same on both adapters.
+pub type ProducerBuilder<M = Direct> =
+    iggy_route_core::client::producer::ProducerBuilder<Client, M>;
 
 impl Client {
     /// A builder for a producer that sends to `stream`/`topic` (named as for
@@ -75,70 +70,24 @@ impl Client {
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,
     ) -> Result<ProducerBuilder, ClientError> {
-        Ok(ProducerBuilder {
-            client: self.clone(),
-            settings: ProducerSettings::new(identifier(stream)?, identifier(topic)?),
-            mode: PhantomData,
-        })
+        ProducerBuilder::new(self.clone(), stream, topic)
     }
 }
 
-impl<M> ProducerBuilder<M> {
-    /// How each send's (direct) or batch's (background) partition is chosen (default
-    /// `Partitioning::Balanced`).
-    pub fn partitioning(mut self, partitioning: Partitioning) -> Self {
-        self.settings.config.partitioning = partitioning;
-        self
-    }
-
-    /// Most messages per send the producer submits (default 1,000).
-    pub fn batch_length(mut self, messages: u32) -> Self {
-        self.settings.config.batch_length = messages;
-        self
-    }
-
-    /// Most message bytes (headers, payloads, user headers) per send the producer submits
-    /// (default 1 MiB); a single larger message goes alone.
-    pub fn batch_size(mut self, bytes: usize) -> Self {
-        self.settings.config.batch_size = bytes;
-        self
-    }
-
-    /// Background mode: how long the oldest buffered message waits for its batch to fill
-    /// (default 1 ms). Direct mode does not wait.
-    pub fn linger_time(mut self, linger: Duration) -> Self {
-        self.settings.config.linger_time = linger;
-        self
-    }
-
-    /// Direct mode (the default): `send` waits for every acknowledgement.
-    pub fn direct(self) -> ProducerBuilder<Direct> {
-        self.into_mode()
-    }
-
-    /// Background mode: `send` returns once buffered, within these bounds.
-    pub fn background(mut self, config: BackgroundConfig) -> ProducerBuilder<Background> {
-        self.settings.set_background(config);
-        self.into_mode()
-    }
-
-    fn into_mode<N>(self) -> ProducerBuilder<N> {
-        ProducerBuilder {
-            client: self.client,
-            settings: self.settings,
-            mode: PhantomData,
-        }
-    }
+impl ProducerModes for Client {
+    type Direct = Direct;
+    type Background = Background;
 }
 
-impl ProducerBuilder<Direct> {
-    /// The producer. Fails with a typed `ClientError::Config` for a zero `batch_length` or
-    /// `batch_size` (`ProducerConfig::validate_direct`).
-    pub fn build(self) -> Result<Producer<Direct>, ClientError> {
-        self.settings.config.validate_direct()?;
+/// A direct producer: checked by `ProducerConfig::validate_direct`.
+impl StartProducer<Direct> for Client {
+    type Producer = Producer<Direct>;
+
+    fn start(self, settings: ProducerSettings) -> Result<Producer<Direct>, ClientError> {
+        settings.config.validate_direct()?;
         let mode = Direct {
-            client: self.client,
-            producer: DirectProducer::new(self.settings),
+            client: self,
+            producer: DirectProducer::new(settings),
         };
         Ok(Producer {
             mode: Arc::new(mode),
@@ -146,19 +95,19 @@ impl ProducerBuilder<Direct> {
     }
 }
 
-impl ProducerBuilder<Background> {
-    /// The producer, and its task (spawned on the current tokio runtime). Fails with a
-    /// typed `ClientError::Config` for a zero bound or a duration over a day
-    /// (`ProducerConfig::validate_background`), and with `ClientError::Io` outside a
-    /// tokio runtime.
-    pub fn build(self) -> Result<Producer<Background>, ClientError> {
-        self.settings.config.validate_background()?;
+/// A background producer, and its task, spawned on the current tokio runtime: checked by
+/// `ProducerConfig::validate_background`; `ClientError::Io` outside a tokio runtime.
+impl StartProducer<Background> for Client {
+    type Producer = Producer<Background>;
+
+    fn start(self, settings: ProducerSettings) -> Result<Producer<Background>, ClientError> {
+        settings.config.validate_background()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|error| {
             ClientError::Io(std::io::Error::other(format!(
                 "a background producer needs a tokio runtime: {error}"
             )))
         })?;
-        let mode = Background::start(&runtime, self.client, self.settings);
+        let mode = Background::start(&runtime, self, settings);
         Ok(Producer {
             mode: Arc::new(mode),
         })

@@ -7,12 +7,14 @@
 
 mod background;
 mod buffer;
+mod builder;
 mod config;
 mod direct;
 mod output;
 
 pub use background::{Offered, ProducerState, Refusal, SharedState, WaitId};
 pub use buffer::ProducerBuffer;
+pub use builder::{ProducerBuilder, ProducerModes, StartProducer};
 pub use config::{
     BackgroundConfig, Backpressure, ErrorCallback, LONGEST_PRODUCER_WAIT, ProducerConfig,
     ProducerSettings,
