@@ -24,6 +24,10 @@ mod groups;
 #[path = "real_cluster/sdk_interop.rs"]
 mod sdk_interop;
 
+// A program written against the SDK's traits, on the SDK's client and on iggy-route.
+#[path = "real_cluster/sdk_drop_in.rs"]
+mod sdk_drop_in;
+
 // Own password and name changes, and run-time logins as another user. Named to run after
 // the day tests: it makes the split topic, whose node bounces leave some partitions of the
 // real server unable to commit for a while ("needs state transfer" in its log), and a day
