@@ -195,15 +195,16 @@ impl fmt::Debug for CommandRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Plane {
-    /// A read of cluster metadata (streams, topics, users, tokens, clients, stats): the
-    /// coordinator serves it, except for a while after one of our own metadata writes,
-    /// when the metadata leader does (a follower may not have applied the write yet, and a
-    /// list read cannot tell).
+    /// A read of cluster metadata (streams, topics, users, tokens, groups): the metadata
+    /// leader, over a data link (a follower applies a write up to half a second later, and
+    /// a list read cannot tell it is stale); the coordinator while the leader cannot be
+    /// reached.
     MetadataRead,
     /// A replicated metadata write: the metadata leader, over a data link (the session
     /// never moves for it).
     MetadataWrite,
-    /// About the session itself (`PING`, `GET_ME`): the coordinator, which holds it.
+    /// About the session or the node holding it (`PING`, `GET_ME`, `GET_CLIENTS`,
+    /// `GET_STATS`): the coordinator, which holds it.
     Session,
     /// On one partition: its primary, where its writes are admitted and its reads are
     /// as fresh as our own writes.

@@ -58,13 +58,17 @@ fn payload() -> Attempt {
 fn each_plane_goes_to_the_node_that_serves_it() {
     let t0 = origin();
     let mut routing = with_leader(t0);
+    // A metadata read goes where writes commit: a follower may not have applied another
+    // client's write yet, and a list read cannot tell.
     let read = routing
         .admit(t0, command(code::GET_STREAMS, Plane::MetadataRead))
         .unwrap();
     assert_eq!(
-        drain(&mut routing),
-        [format!("write {read} -> coordinator")]
+        leader_decisions(&mut routing, t0),
+        [format!("write {read} -> node2")]
     );
+    routing.handle_result(t0, read, Target::Node(NodeId(2)), payload());
+    assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
     let me = routing
         .admit(t0, command(code::GET_ME, Plane::Session))
         .unwrap();
@@ -93,7 +97,7 @@ fn each_plane_goes_to_the_node_that_serves_it() {
 }
 
 #[test]
-fn a_metadata_read_right_after_our_own_write_is_served_by_the_leader_until_it_settles() {
+fn a_metadata_read_is_served_by_the_leader_right_after_our_own_write_and_later() {
     let t0 = origin();
     let mut routing = with_leader(t0);
     let write = routing
@@ -120,13 +124,63 @@ fn a_metadata_read_right_after_our_own_write_is_served_by_the_leader_until_it_se
     routing.handle_result(soon, me, Target::Coordinator, payload());
     drain(&mut routing);
 
+    // Once our write has settled the leader still answers: another client's write may
+    // not have reached a follower.
     let settled = t0 + config().own_write_settle;
     let later = routing
         .admit(settled, command(code::GET_STREAMS, Plane::MetadataRead))
         .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {later} -> node2")]);
+}
+
+/// A leader that is down and not yet replaced must not hold metadata reads to their
+/// deadline: the session's node answers them (perhaps a little behind), until the leader
+/// answers again. A write still goes only to the leader.
+#[test]
+fn a_metadata_read_whose_leader_cannot_be_reached_is_answered_by_the_session() {
+    let t0 = origin();
+    let mut routing = with_leader(t0);
+    let read = routing
+        .admit(t0, command(code::GET_STREAMS, Plane::MetadataRead))
+        .unwrap();
+    assert_eq!(
+        leader_decisions(&mut routing, t0),
+        [format!("write {read} -> node2")]
+    );
+    routing.handle_result(t0, read, Target::Node(NodeId(2)), Attempt::NotSent);
     assert_eq!(
         drain(&mut routing),
-        [format!("write {later} -> coordinator")]
+        [format!("write {read} -> coordinator")]
+    );
+    routing.handle_result(t0, read, Target::Coordinator, payload());
+    assert_eq!(drain(&mut routing), [format!("completed {read} ok")]);
+
+    // Meanwhile the next read goes to the session at once; a write waits for the leader.
+    let next = routing
+        .admit(t0, command(code::GET_STREAMS, Plane::MetadataRead))
+        .unwrap();
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {next} -> coordinator")]
+    );
+    routing.handle_result(t0, next, Target::Coordinator, payload());
+    drain(&mut routing);
+    let write = routing
+        .admit(t0, command(code::UPDATE_STREAM, Plane::MetadataWrite))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {write} -> node2")]);
+    routing.handle_result(t0, write, Target::Node(NodeId(2)), payload());
+    drain(&mut routing);
+
+    // The leader answered: reads go back to it. So does a read lost in flight, once more.
+    let back = routing
+        .admit(t0, command(code::GET_STREAMS, Plane::MetadataRead))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {back} -> node2")]);
+    routing.handle_result(t0, back, Target::Node(NodeId(2)), Attempt::Unknown);
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {back} -> coordinator")]
     );
 }
 

@@ -119,3 +119,76 @@ fn a_primary_found_by_refusal_stays_known_after_a_metadata_write() {
     }
     assert_eq!(routing.stats().refusals, 1);
 }
+
+/// A topic another client has just created: a follower answers "absent" until it applies
+/// the create (up to half a second on the real cluster). The send waits for it, and a
+/// topic that stays absent fails once the request is `own_write_settle` old.
+#[test]
+fn a_topic_a_follower_says_is_absent_is_read_again_before_a_send_fails() {
+    let t0 = origin();
+    let mut routing = Routing::new(config(), 3, t0);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+    let fresh = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(t0, &topic(), TopicAnswer::AbsentOnFollower);
+    assert!(
+        drain(&mut routing).is_empty(),
+        "not failed: read again later"
+    );
+    let again = routing.poll_timeout().unwrap();
+    assert!(again > t0 && again < t0 + config().own_write_settle);
+    routing.handle_timeout(again);
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    found(again, &mut routing);
+    let decisions = drain(&mut routing);
+    assert!(
+        decisions
+            .iter()
+            .all(|d| !d.contains(&format!("completed {fresh}"))),
+        "the send goes on once the topic is found: {decisions:?}"
+    );
+
+    // A topic that is not there: the follower keeps saying so, and the send fails (the
+    // topic is not found) once it is as old as the settle window, well inside its deadline.
+    let mut routing = Routing::new(config(), 3, t0);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+    let missing = routing.admit(t0, send(Partitioning::Balanced)).unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    let mut now = t0;
+    let outcome = loop {
+        routing.handle_topic(now, &topic(), TopicAnswer::AbsentOnFollower);
+        let decisions = drain(&mut routing);
+        if let Some(done) = decisions.iter().find(|d| d.starts_with("completed")) {
+            break done.clone();
+        }
+        now = routing.poll_timeout().unwrap();
+        assert!(
+            now < t0 + config().request_timeout,
+            "bounded by the settle window"
+        );
+        routing.handle_timeout(now);
+        assert_eq!(drain(&mut routing), ["fetch topic"]);
+    };
+    assert!(
+        outcome.starts_with(&format!("completed {missing} err")),
+        "{outcome}"
+    );
+    assert!(
+        now >= t0 + config().own_write_settle / 2,
+        "asked again for a while first"
+    );
+
+    // The metadata leader's "absent" is final at once.
+    let mut routing = Routing::new(config(), 3, t0);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+    let missing = routing.admit(t0, send(Partitioning::Balanced)).unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(t0, &topic(), TopicAnswer::NotFound);
+    let decisions = drain(&mut routing);
+    assert!(
+        decisions[0].starts_with(&format!("completed {missing} err")),
+        "{decisions:?}"
+    );
+}

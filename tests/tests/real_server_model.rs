@@ -234,7 +234,8 @@ async fn a_poll_right_after_an_acknowledged_send_sees_it() {
 }
 
 /// Defect 5: the demo's stored count, taken at once after the sends, counts every
-/// acknowledged message although the coordinator's node is a backup that lags.
+/// acknowledged message although the node answering it (the metadata leader) is a backup
+/// of both partitions, whose copies lag.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stored_count_right_after_the_sends_counts_every_acknowledged_message() {
     let cluster = real_like().await;

@@ -98,7 +98,7 @@ impl Call<ServerStats> {
             "get stats",
             code::GET_STATS,
             Bytes::new(),
-            Plane::MetadataRead,
+            Plane::Session,
             ServerStats::decode,
         )
     }
@@ -206,11 +206,7 @@ mod tests {
     fn system_reads_are_empty_bodies_on_their_planes() {
         let cases: [(CommandRequest, u32, Plane); 4] = [
             (command(&Call::ping()), code::PING, Plane::Session),
-            (
-                command(&Call::get_stats()),
-                code::GET_STATS,
-                Plane::MetadataRead,
-            ),
+            (command(&Call::get_stats()), code::GET_STATS, Plane::Session),
             (command(&Call::get_me()), code::GET_ME, Plane::Session),
             (
                 command(&Call::get_clients()),

@@ -154,12 +154,13 @@ pub struct Config {
     pub delivery: DeliveryGuarantee,
     /// Which node serves a poll of one partition.
     pub poll_from: PollFrom,
-    /// For this long after one of our own metadata writes, metadata reads go to the
-    /// metadata leader, which committed the write, and a read that says a stream or topic
-    /// does not exist (from a node that answered a read sent before the write succeeded)
-    /// is not believed but read again (with backoff, within the request's deadline): a
-    /// real cluster's followers apply a write up to half a second after their leader. Zero
-    /// reads from the coordinator and believes every answer.
+    /// For this long after one of our own metadata writes, an answer that a stream or topic
+    /// does not exist is not believed but read again (with backoff, within the request's
+    /// deadline): a real cluster's followers apply a write up to half a second after their
+    /// leader. A follower's "absent" topic (the router reads partition counts on the
+    /// session's node) is also read again until the request is this old: another client
+    /// may have just created it. Zero believes every answer. (Metadata reads always go to
+    /// the metadata leader.)
     pub own_write_settle: Duration,
     /// Most messages one `SEND_MESSAGES` frame carries when sends queued for one partition
     /// are merged into it (coalescing: while a partition's write is in flight, the sends

@@ -14,7 +14,7 @@ use super::{CoordJob, Output, Router};
 use crate::event::{Event, LinkRole, ProtocolViolation};
 use crate::ids::LinkId;
 use crate::request::RequestError;
-use crate::routing::{Roster, RouteAnswer};
+use crate::routing::{Roster, RouteAnswer, TopicAnswer};
 use crate::wire::{
     ClusterMetadata, ErrorCode, Frame, LoginRegisterReply, NodeRole, NodeStatus, PollRouting,
     ReplyError, ReplyHeader, reply_payload,
@@ -117,7 +117,12 @@ impl Router {
                 self.sign_in_again_for(now, link_id, CoordJob::Topic(topic));
             }
             Job::Topic(topic) => {
-                let answer = classify::topic_answer(&header, body);
+                let mut answer = classify::topic_answer(&header, body);
+                // Only the metadata leader's "absent" is sure: a follower may not have
+                // applied another client's create yet.
+                if answer == TopicAnswer::NotFound && self.routing.leader() != Some(node) {
+                    answer = TopicAnswer::AbsentOnFollower;
+                }
                 self.routing.handle_topic(now, &topic, answer);
             }
             Job::Attach(request) => self.attach_reply(now, link_id, node, request, &header),

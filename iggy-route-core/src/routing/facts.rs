@@ -42,7 +42,8 @@ pub enum RequestKind {
         /// Whether it commits the consumer offset.
         auto_commit: bool,
     },
-    /// A metadata read (`GET_STREAM`, `GET_TOPIC`): the coordinator serves it.
+    /// A metadata read (`GET_STREAM`, `GET_TOPIC`): the metadata leader serves it, or the
+    /// coordinator while the leader cannot be reached.
     MetadataRead,
     /// A metadata write, on the metadata leader; what it teaches us once it succeeds.
     MetadataWrite(OwnWrite),

@@ -59,6 +59,9 @@ impl Routing {
         }
         let frame = frame.as_slice();
         match attempt {
+            Attempt::NotSent | Attempt::Unknown if self.read_of_the_leader(&place, frame[0]) => {
+                self.read_at_the_session(now, frame[0]);
+            }
             Attempt::Done(served) => self.served(now, frame, &place, target, &served),
             Attempt::Refused | Attempt::RefusedNaming(_) => {
                 self.stats.refusals += 1;
@@ -173,6 +176,11 @@ impl Routing {
                 lane.tried.clear();
                 lane.backoff_streak = 0;
             }
+        }
+        if *place == Place::Lane(LaneKey::MetadataLeader)
+            && let Some(lane) = self.lanes.get_mut(&LaneKey::MetadataLeader)
+        {
+            lane.silent_since = None;
         }
         if let Some(RequestKind::MetadataWrite(write)) =
             self.pending.get(&head).map(|p| &p.facts.kind)

@@ -221,20 +221,19 @@ impl Routing {
                 Place::Topic(topic.clone())
             }
             (RequestKind::PartitionCommand { .. }, Some(topic)) => Place::Topic(topic.clone()),
-            (RequestKind::MetadataWrite(_), _) => Place::Lane(LaneKey::MetadataLeader),
-            // Shortly after our own metadata write a follower may not have applied it, and a
-            // list read cannot tell: the leader, which committed it, answers instead.
-            (RequestKind::MetadataRead, _) if self.own_write_unsettled(now) => {
+            // A metadata read goes where the writes commit: a follower applies a write (ours
+            // or another client's) up to half a second after the leader, and a list read
+            // cannot tell it is stale. The SDK's session reads there too. While the leader
+            // cannot be reached, the session's node answers.
+            (RequestKind::MetadataRead, _) if self.leader_silent() => Place::Coordinator,
+            (RequestKind::MetadataWrite(_) | RequestKind::MetadataRead, _) => {
                 Place::Lane(LaneKey::MetadataLeader)
             }
             (
                 RequestKind::Send | RequestKind::StoreOffset | RequestKind::PartitionCommand { .. },
                 None,
             )
-            | (
-                RequestKind::Poll { .. } | RequestKind::MetadataRead | RequestKind::SessionRead,
-                _,
-            ) => Place::Coordinator,
+            | (RequestKind::Poll { .. } | RequestKind::SessionRead, _) => Place::Coordinator,
         };
         if room == Room::Checked {
             self.check_room(now, &place, &facts)?;

@@ -4,9 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use tracing::trace;
+use tracing::{debug, trace};
 
-use super::{Decision, Place, RequestFacts, RequestKind, Routing, RoutingCommands, TimerKey};
+use super::{
+    Decision, LaneKey, Place, RequestFacts, RequestKind, Routing, RoutingCommands, TimerKey,
+};
 use crate::config::DeliveryGuarantee;
 use crate::ids::RequestId;
 use crate::request::RequestError;
@@ -108,6 +110,40 @@ impl Routing {
             | RequestKind::SessionRead
             | RequestKind::MetadataWrite(_) => false,
         }
+    }
+
+    /// Whether `request` is a metadata read on the metadata leader's lane, which the
+    /// session's node can answer instead when the leader cannot be reached.
+    pub(super) fn read_of_the_leader(&self, place: &Place, request: RequestId) -> bool {
+        *place == Place::Lane(LaneKey::MetadataLeader)
+            && self
+                .pending
+                .get(&request)
+                .is_some_and(|p| p.facts.kind == RequestKind::MetadataRead)
+    }
+
+    /// Whether the metadata leader's link failed since it last answered: metadata reads go
+    /// to the session's node meanwhile.
+    pub(super) fn leader_silent(&self) -> bool {
+        self.lanes
+            .get(&LaneKey::MetadataLeader)
+            .is_some_and(|lane| lane.silent_since.is_some())
+    }
+
+    /// A metadata read whose link to the leader failed: the session's node answers it now
+    /// (perhaps a little behind the leader; the doubt after our own writes applies there),
+    /// rather than the read waiting out its deadline while the leader is down and not yet
+    /// replaced. Later reads go there too until the leader answers again.
+    pub(super) fn read_at_the_session(&mut self, now: Instant, request: RequestId) {
+        if let Some(lane) = self.lanes.get_mut(&LaneKey::MetadataLeader) {
+            lane.silent_since.get_or_insert(now);
+        }
+        debug!(%request, "metadata leader unreachable; reading at the session's node");
+        if let Some(pending) = self.pending.get_mut(&request) {
+            pending.place = Place::Coordinator;
+        }
+        self.retry_coordinator(request);
+        self.pump_lane(now, &LaneKey::MetadataLeader);
     }
 
     /// Whether one of our own metadata writes succeeded less than `own_write_settle` ago.

@@ -225,10 +225,12 @@ impl Routing {
                     self.resolve(now, id, topic, partitions_count, Known::Fresh);
                 }
             }
-            TopicAnswer::NotFound => {
+            TopicAnswer::NotFound | TopicAnswer::AbsentOnFollower => {
                 state.info = None;
+                let on_follower = answer == TopicAnswer::AbsentOnFollower;
                 // Shortly after our own metadata write, "absent" may come from a node that
-                // has not applied it: read again later, unless a request would outlive its
+                // has not applied it; and from a follower, also shortly after another
+                // client's create. Read again later, unless a request would outlive its
                 // deadline meanwhile (it ends with the answer).
                 let doubt = self.doubt_wait(now, None);
                 let Some(state) = self.topics.get_mut(topic) else {
@@ -236,11 +238,18 @@ impl Routing {
                 };
                 let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
                 let mut still_waiting = VecDeque::new();
+                let mut next_read: Option<Duration> = None;
                 for id in waiting {
                     let outlives =
                         |wait: Duration| self.deadline_of(id).is_some_and(|d| now + wait < d);
-                    if doubt.is_some_and(outlives) {
+                    let wait = match doubt.filter(|&wait| outlives(wait)) {
+                        Some(wait) => Some(wait),
+                        None if on_follower => self.lag_wait(now, id),
+                        None => None,
+                    };
+                    if let Some(wait) = wait {
                         still_waiting.push_back(id);
+                        next_read = Some(next_read.map_or(wait, |soonest| soonest.min(wait)));
                         continue;
                     }
                     let error = RequestError::TopicNotFound {
@@ -249,8 +258,8 @@ impl Routing {
                     };
                     self.complete(now, id, Err(error));
                 }
-                if let (Some(wait), false) = (doubt, still_waiting.is_empty()) {
-                    debug!(%topic, ?wait, "topic absent shortly after our own metadata write; reading again");
+                if let Some(wait) = next_read {
+                    debug!(%topic, ?wait, on_follower, "topic absent where it may not be yet; reading again");
                     if let Some(state) = self.topics.get_mut(topic) {
                         state.waiting = still_waiting;
                     }
@@ -391,7 +400,8 @@ impl Routing {
     }
 
     /// How long to wait before reading the topic again for a request whose explicit
-    /// partition lies beyond a count read for it: half the time since its submit, from
+    /// partition lies beyond a count read for it (or whose topic a follower says is
+    /// absent): half the time since its submit, from
     /// `route_backoff_initial` up to `route_backoff_max`, jittered, while the request is
     /// younger than `own_write_settle`; `None` once it is older (the partition does not
     /// exist: the request fails) or would outlive its deadline.

@@ -106,8 +106,14 @@ pub enum TopicAnswer {
         /// Its partition count.
         partitions_count: u32,
     },
-    /// No such stream or topic.
+    /// No such stream or topic, says the metadata leader (or a node whose answer cannot
+    /// predate a write: see [`TopicAnswer::AbsentOnFollower`]).
     NotFound,
+    /// No such stream or topic, says a node that is not the metadata leader. A follower
+    /// applies another client's create up to half a second after the leader commits it
+    /// (seen on the real cluster), so the absence is believed only once the requests
+    /// waiting for the topic are `own_write_settle` old.
+    AbsentOnFollower,
     /// No answer this time: read it again later.
     Unavailable,
     /// The server will not tell this user (it may not read the topic): asking again

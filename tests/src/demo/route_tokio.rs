@@ -96,30 +96,34 @@ pub async fn ensure_topic(
     Ok((stream, topic))
 }
 
-/// Messages in every partition of the topic, counted where they were admitted: each node
-/// of `config.seeds` is asked on a session of its own, and each partition counts with the
-/// largest count any node reports. A real cluster's backups (and so a coordinator that
-/// leads nothing) learn of a commit up to half a second late, so one node's answer right
-/// after a run can fall short of what its primaries stored. `None` when no node answered.
+/// Messages in every partition of the topic, as the metadata leader counts them once its
+/// copies have caught up. The leader is a backup of every partition led elsewhere, and a
+/// real cluster's backups learn of a commit up to half a second late, so a count taken at
+/// once after a run can fall short of what the primaries stored: the count is read again
+/// until it has not moved for longer than that (a handful of reads at most). `None` when
+/// no count could be read.
 pub async fn stored_messages(config: &Config, stream: u32, topic: u32) -> Option<u64> {
-    let mut most: Vec<u64> = Vec::new();
-    let mut answered = false;
-    for seed in &config.seeds {
-        let mut one = config.clone();
-        one.seeds = vec![seed.clone()];
-        let Ok(client) = Client::connect(one).await else {
-            continue;
+    const CAUGHT_UP: std::time::Duration = std::time::Duration::from_millis(600);
+    const MOST_READS: usize = 10;
+    let client = Client::connect(config.clone()).await.ok()?;
+    let mut last = None;
+    for _ in 0..MOST_READS {
+        let count = match client.get_topic(stream, topic).await {
+            Ok(Some(details)) => Some(
+                details
+                    .partitions
+                    .iter()
+                    .map(|partition| partition.messages_count)
+                    .sum::<u64>(),
+            ),
+            _ => None,
         };
-        if let Ok(Some(details)) = client.get_topic(stream, topic).await {
-            answered = true;
-            for (index, partition) in details.partitions.iter().enumerate() {
-                if most.len() <= index {
-                    most.resize(index + 1, 0);
-                }
-                most[index] = most[index].max(partition.messages_count);
-            }
+        if count.is_some() && count == last {
+            break;
         }
-        client.shutdown().await;
+        last = count.or(last);
+        tokio::time::sleep(CAUGHT_UP).await;
     }
-    answered.then(|| most.iter().sum())
+    client.shutdown().await;
+    last
 }

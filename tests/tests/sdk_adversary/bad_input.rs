@@ -542,7 +542,6 @@ pub(crate) async fn another_clients_writes_program(
     seen
 }
 
-#[ignore = "open break: the session's node may be a follower that has not applied another client's write"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_another_client_just_created_is_found_at_once_as_with_the_sdk() {
     // After a failover the metadata leader is node 1; the connection string lists node 0
