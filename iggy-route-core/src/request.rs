@@ -39,8 +39,6 @@ const SESSION_COMMANDS: [u32; 4] = [
 
 /// Largest payload of one message (`iggy_message.rs`, protocol §1.10).
 const MAX_PAYLOAD: usize = 64_000_000;
-/// Largest user-header block of one message.
-const MAX_USER_HEADERS: usize = 100_000;
 /// The field a batch whose origin timestamps span more than a frame's 32-bit delta can
 /// carry is refused for (`WireError::InvalidValue`, the span in µs as its value).
 pub const ORIGIN_TIMESTAMP_SPAN: &str = "origin timestamp span";
@@ -66,14 +64,11 @@ impl Request {
                             len: message.payload.len(),
                         }));
                     }
-                    if message.user_headers.len() > MAX_USER_HEADERS {
-                        return Err(SubmitError::Invalid(WireError::InvalidLength {
-                            field: "user headers",
-                            len: message.user_headers.len(),
-                        }));
-                    }
-                    // The block goes out as given: the server stores it without reading it,
-                    // and a block sealed by an encryptor is no list of headers.
+                    // The block goes out as given, of any length the frame can carry: the
+                    // server stores it without reading or bounding it, a block sealed by an
+                    // encryptor is no list of headers, and the SDK's `send_messages` sends
+                    // whatever block a message holds (only its message builder stops at
+                    // 100,000 bytes).
                     frames = frames.saturating_add(message.frame_len());
                 }
                 // A frame carries its origin timestamp as a 32-bit delta from the batch's

@@ -265,23 +265,22 @@ fn oversized_messages_and_frames_are_refused_before_anything_is_sent() {
             ..
         })
     ));
-    // A header block is sent as given (the server never reads it), but not one over
-    // 100,000 bytes.
-    let oversized_headers = Request::Send(SendRequest {
-        stream: Identifier::Numeric(1),
-        topic: Identifier::Numeric(1),
-        partitioning: Partitioning::Balanced,
-        messages: vec![Message {
-            user_headers: Bytes::from(vec![9; 100_001]),
-            ..Message::default()
-        }],
-    });
-    assert!(matches!(
-        roomy.submit(t0, oversized_headers).unwrap_err(),
-        SubmitError::Invalid(iggy_route_core::wire::WireError::InvalidLength {
-            field: "user headers",
-            ..
+    // A header block is sent as given (the server never reads it), bounded only by the
+    // frame that carries it.
+    let headers_of = |len: usize| {
+        Request::Send(SendRequest {
+            stream: Identifier::Numeric(1),
+            topic: Identifier::Numeric(1),
+            partitioning: Partitioning::Balanced,
+            messages: vec![Message {
+                user_headers: Bytes::from(vec![9; len]),
+                ..Message::default()
+            }],
         })
+    };
+    assert!(matches!(
+        router.submit(t0, headers_of(8192)).unwrap_err(),
+        SubmitError::FrameTooLarge { max: 4096, .. }
     ));
     assert_eq!(router.pending_count() + roomy.pending_count(), 0);
     let transmits = std::iter::from_fn(|| router.poll_output())

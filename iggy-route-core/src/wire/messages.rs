@@ -33,7 +33,7 @@ pub struct Message {
     pub payload: Bytes,
     /// The user headers as the wire carries them (the block [`UserHeaders::encode`]
     /// writes); may be empty. [`Message::with_headers`] and [`Message::headers`] are the
-    /// typed way in and out. A send takes any block of at most 100,000 bytes as it is,
+    /// typed way in and out. A send takes any block its frame can carry as it is,
     /// without reading it, as the server stores it: a block sealed by an encryptor, or
     /// any bytes of the program's own, goes out and comes back unchanged.
     pub user_headers: Bytes,
@@ -58,8 +58,8 @@ impl Message {
         }
     }
 
-    /// The message with these user headers, replacing any it had. A send refuses a
-    /// message whose headers take more than 100,000 bytes ([`UserHeaders::encoded_len`]).
+    /// The message with these user headers, replacing any it had (of any number the
+    /// frame can carry: [`UserHeaders::encoded_len`] says how many bytes they take).
     #[must_use]
     pub fn with_headers(self, headers: &UserHeaders) -> Self {
         Self {

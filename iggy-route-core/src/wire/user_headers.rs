@@ -121,8 +121,9 @@ impl UserHeaders {
     }
 
     /// The block the SDK 0.11.0 writes for these headers: each key entry then its value
-    /// entry, in key order; empty for no headers. A send refuses a block over 100,000
-    /// bytes (about 190 headers of 255-byte keys and values).
+    /// entry, in key order; empty for no headers. The SDK's message builder stops at
+    /// 100,000 bytes (about 190 headers of 255-byte keys and values); a send takes any
+    /// block its frame can carry, as the SDK's `send_messages` and the server do.
     pub fn encode(&self) -> Bytes {
         let mut out = BytesMut::with_capacity(self.encoded_len());
         for (key, value) in &self.0 {

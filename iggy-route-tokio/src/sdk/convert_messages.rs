@@ -4,9 +4,8 @@
 
 use iggy_common::{
     Consumer as SdkConsumer, ConsumerKind as SdkConsumerKind, IdKind, Identifier as SdkIdentifier,
-    IggyError, IggyMessage, IggyMessageHeader, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE,
-    Partitioning as SdkPartitioning, PartitioningKind, PolledMessages, PollingKind,
-    PollingStrategy as SdkPollingStrategy,
+    IggyError, IggyMessage, IggyMessageHeader, MAX_PAYLOAD_SIZE, Partitioning as SdkPartitioning,
+    PartitioningKind, PolledMessages, PollingKind, PollingStrategy as SdkPollingStrategy,
 };
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{
@@ -99,15 +98,13 @@ pub(super) fn route_messages(messages: &mut [IggyMessage]) -> Result<Vec<Message
             if message.header.id == 0 {
                 message.header.id = iggy_common::random_id::get_uuid();
             }
-            // The SDK's own limits, with its own errors, before iggy-route's checks (which
-            // would only say the request is invalid).
+            // The SDK's own payload limit, with its own error, before iggy-route's checks
+            // (which would only say the request is invalid). A header block of any size
+            // goes out, as the SDK's `send_messages` sends it.
             if message.payload.len() > MAX_PAYLOAD_SIZE as usize {
                 return Err(IggyError::TooBigMessagePayload);
             }
             let user_headers = message.user_headers.clone().unwrap_or_default();
-            if user_headers.len() > MAX_USER_HEADERS_SIZE as usize {
-                return Err(IggyError::TooBigUserHeaders);
-            }
             Ok(Message {
                 id: message.header.id,
                 origin_timestamp: message.header.origin_timestamp,
