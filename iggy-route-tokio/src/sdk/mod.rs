@@ -122,6 +122,15 @@
 //!   server reports no offset (a duplicate batch) or the ids cannot be read (a user who may
 //!   send to the stream but not read it is asked once), the list is empty, as the SDK's may
 //!   be; a send is never failed for it.
+//! - Balanced sends (`Partitioning::balanced()`): both keep one cursor per stream and
+//!   topic identifier as written (a topic named by name and by number rotates twice). The
+//!   SDK keeps the partition count it first read for an identifier for the client's life,
+//!   so partitions added later are never balanced to; iggy-route reads it again once it is
+//!   a second old (from the session's node, which may be up to half a second behind the
+//!   leader), so added partitions get sends within about a second. A balanced send also
+//!   passes over a partition whose primary is not admitting or whose queue is long while
+//!   another's is short, where the SDK takes the partitions strictly in turn and waits
+//!   behind a slow one. Keyed and explicit sends pick exactly the SDK's partition.
 //! - Offsets on a cluster: iggy-route stores a consumer's or group's offset (an offset
 //!   write, an auto-commit poll) on the partition's primary, on any server. The SDK 0.11.0
 //!   sends both through the routing commands once it sees more than one node, and a
