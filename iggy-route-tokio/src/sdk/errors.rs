@@ -111,14 +111,18 @@ impl IntoIggyError for SubmitError {
     }
 }
 /// A send's error: iggy-route finds a stream, topic or partition missing before it sends
-/// (it reads the topic to choose the partition), where the SDK sends and the server answers
-/// `ResourceNotFound` (20) for any of the three; the rest as [`IntoIggyError`].
-pub(super) fn send_error(error: ClientError) -> IggyError {
-    if let ClientError::Request(
-        missing @ (RequestError::TopicNotFound { .. } | RequestError::PartitionOutOfRange { .. }),
-    ) = &error
-    {
-        return IggyError::ResourceNotFound(missing.to_string());
+/// (it reads the topic to choose the partition). A send to a named partition the SDK sends
+/// as it is, and the server answers `ResourceNotFound` (20) for any of the three; a
+/// balanced or keyed send the SDK partitions itself, from the topic it reads first, and a
+/// missing stream or topic is its own `TopicIdNotFound` (2010). The rest as
+/// [`IntoIggyError`].
+pub(super) fn send_error(error: ClientError, to_named_partition: bool) -> IggyError {
+    if let ClientError::Request(missing) = &error {
+        let servers_answer = matches!(missing, RequestError::PartitionOutOfRange { .. })
+            || (to_named_partition && matches!(missing, RequestError::TopicNotFound { .. }));
+        if servers_answer {
+            return IggyError::ResourceNotFound(missing.to_string());
+        }
     }
     error.into_iggy_error()
 }

@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use iggy_common::{
     Consumer, ConsumerKind, ConsumerOffsetClient, ConsumerOffsetInfo, Identifier, IggyError,
-    IggyMessage, MessageClient, Partitioning, PolledMessages, PollingStrategy,
+    IggyMessage, MessageClient, Partitioning, PartitioningKind, PolledMessages, PollingStrategy,
     SendMessagesConfirmationResponse, SendMessagesResponse,
 };
 use iggy_route_core::client::Call;
@@ -204,6 +204,7 @@ impl MessageClient for Client {
         self.admit(Needs::SignedIn).await?;
         let stream = route_identifier(stream_id)?;
         let topic = route_identifier(topic_id)?;
+        let to_named_partition = partitioning.kind == PartitioningKind::PartitionId;
         let partitioning = route_partitioning(partitioning)?;
         if let Some(encryptor) = self.encryptor() {
             if messages.is_empty() {
@@ -214,11 +215,11 @@ impl MessageClient for Client {
         let routed = route_messages(messages)?;
         // As given: an origin timestamp of 0 is stored as 0, as the SDK stores it.
         let call = Call::send(stream.clone(), topic.clone(), partitioning, routed)
-            .map_err(super::errors::send_error)?;
+            .map_err(|error| super::errors::send_error(error, to_named_partition))?;
         let receipt = self
             .run_as_given(call)
             .await
-            .map_err(super::errors::send_error)?;
+            .map_err(|error| super::errors::send_error(error, to_named_partition))?;
         Ok(self.send_response(&stream, &topic, receipt).await)
     }
 

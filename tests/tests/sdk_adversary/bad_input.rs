@@ -324,7 +324,6 @@ pub(crate) fn bad_input_day<'a>(
     })
 }
 
-#[ignore = "open break: sums up the input differences tested one by one here"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_the_same_answers_as_the_sdk() {
     differential("bad input", bad_input_day, false).await;

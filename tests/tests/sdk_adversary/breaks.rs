@@ -86,6 +86,23 @@ pub(crate) fn sends_nowhere(
                 .await;
             seen.push(format!("send to {label}: {:?}", code(&sent)));
         }
+        // Balanced and keyed sends the SDK partitions itself, from the topic it reads
+        // first: a missing stream or topic is its own error, not the server's.
+        for (label, stream, topic) in [
+            ("a missing topic", "orders", "nope"),
+            ("a missing stream", "nope", "events"),
+        ] {
+            for (how, partitioning) in [
+                ("balanced", Partitioning::balanced()),
+                ("keyed", Partitioning::messages_key_str("k").unwrap()),
+            ] {
+                let mut one = vec![message(1, b"x", None)];
+                let sent = c
+                    .send_messages(&named(stream), &named(topic), &partitioning, &mut one)
+                    .await;
+                seen.push(format!("send {how} to {label}: {:?}", code(&sent)));
+            }
+        }
         seen
     })
 }
@@ -93,6 +110,12 @@ pub(crate) fn sends_nowhere(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_to_a_partition_topic_or_stream_that_does_not_exist_gets_the_servers_code() {
     let (sdk, route) = sdk_vs_route(3, sends_nowhere).await;
+    assert!(
+        sdk.iter()
+            .filter(|line| line.starts_with("send balanced") || line.starts_with("send keyed"))
+            .all(|line| line.ends_with("Some(2010)")),
+        "the SDK's own lookup answers a balanced or keyed send to nothing: {sdk:?}"
+    );
     assert_eq!(route, sdk, "iggy-route (left) vs the SDK (right)");
 }
 

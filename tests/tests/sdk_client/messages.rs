@@ -130,7 +130,20 @@ async fn messages_with_user_headers_come_back_byte_identical_with_their_offsets(
     let missing = client
         .send_messages(&named("nope"), &topic, &Partitioning::balanced(), &mut lost)
         .await;
-    // As the server answers the SDK's send to a stream that does not exist.
+    // As the SDK's own read of the topic answers a balanced send to a missing stream.
+    assert_eq!(
+        code(missing),
+        IggyError::TopicIdNotFound(named("nope"), topic.clone()).as_code()
+    );
+    let missing = client
+        .send_messages(
+            &named("nope"),
+            &topic,
+            &Partitioning::partition_id(0),
+            &mut lost,
+        )
+        .await;
+    // As the server answers the SDK's send to a partition of a stream that does not exist.
     assert_eq!(
         code(missing),
         IggyError::ResourceNotFound(String::new()).as_code()
