@@ -9,9 +9,16 @@
 //! assignment again, its rotation from the start, and tries once more; two such answers in
 //! a row are an empty poll, as with the SDK (the caller polls again). A refresh keeps the
 //! rotation where it was unless the assignment's generation changed, as the SDK's does.
+//!
+//! The SDK reads every kept assignment again after each heartbeat, so a member whose
+//! assignment grew (another member left, partitions were added) polls its new partitions
+//! within a heartbeat interval, though none of its polls is ever fenced. Here a poll reads
+//! the assignment again first when it was read a heartbeat interval ago or more: the same
+//! bound, with no task of its own.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use iggy_common::{
     IggyError, NO_ASSIGNED_PARTITION, PolledMessages, PollingStrategy as SdkPollingStrategy,
@@ -43,6 +50,8 @@ struct Cursor {
     generation: u64,
     partitions: Vec<u32>,
     next: usize,
+    /// When it was read: one a heartbeat interval old is read again before the next poll.
+    read_at: Instant,
 }
 
 /// The partition to poll next.
@@ -75,13 +84,16 @@ impl Assignments {
         Turn::Poll(partition)
     }
 
-    fn knows(&self, key: &GroupKey) -> bool {
-        self.lock().contains_key(key)
+    /// Whether an assignment is kept for the group and was read less than `max_age` ago.
+    fn fresh(&self, key: &GroupKey, now: Instant, max_age: Duration) -> bool {
+        self.lock()
+            .get(key)
+            .is_some_and(|cursor| now.saturating_duration_since(cursor.read_at) < max_age)
     }
 
     /// Keeps a read assignment. The rotation goes on where it was while the generation is
     /// the same (a refresh that found nothing new), as the SDK's does.
-    fn set(&self, key: GroupKey, generation: u64, partitions: Vec<u32>) {
+    fn set(&self, key: GroupKey, generation: u64, partitions: Vec<u32>, read_at: Instant) {
         let mut groups = self.lock();
         let next = groups
             .get(&key)
@@ -93,6 +105,7 @@ impl Assignments {
                 generation,
                 partitions,
                 next,
+                read_at,
             },
         );
     }
@@ -113,13 +126,15 @@ impl Client {
     /// (or no longer) a member.
     pub(super) async fn sync_assignment(&self, key: &GroupKey) -> Result<(), IggyError> {
         let (stream, topic, group) = key.clone();
+        let asked_at = Instant::now();
         let assignment = Client::sync_consumer_group(self, stream, topic, group)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
         let groups = &self.sdk_state().groups;
         match assignment {
             Some(assignment) => {
-                groups.set(key.clone(), assignment.generation, assignment.partitions);
+                let (generation, partitions) = (assignment.generation, assignment.partitions);
+                groups.set(key.clone(), generation, partitions, asked_at);
             }
             None => groups.forget(key),
         }
@@ -135,8 +150,10 @@ impl Client {
         count: u32,
         auto_commit: bool,
     ) -> Result<PolledMessages, IggyError> {
-        let groups = &self.sdk_state().groups;
-        if !groups.knows(&key) {
+        let state = self.sdk_state();
+        let groups = &state.groups;
+        let max_age = state.heartbeat_interval().get_duration();
+        if !groups.fresh(&key, Instant::now(), max_age) {
             self.sync_assignment(&key).await?;
         }
         for _ in 0..GROUP_POLL_ATTEMPTS {
@@ -208,7 +225,8 @@ mod tests {
     fn a_members_partitions_are_polled_in_turn() {
         let groups = Assignments::default();
         assert!(matches!(groups.turn(&key()), Turn::Unknown));
-        groups.set(key(), 1, vec![4, 1]);
+        let read_at = Instant::now();
+        groups.set(key(), 1, vec![4, 1], read_at);
         let turn = || match groups.turn(&key()) {
             Turn::Poll(partition) => partition,
             Turn::Idle | Turn::Unknown => u32::MAX,
@@ -216,13 +234,28 @@ mod tests {
         let turns: Vec<u32> = (0..3).map(|_| turn()).collect();
         assert_eq!(turns, [4, 1, 4]);
         // A refresh of the same generation goes on; a new generation starts again.
-        groups.set(key(), 1, vec![4, 1]);
+        groups.set(key(), 1, vec![4, 1], read_at);
         assert_eq!(turn(), 1);
-        groups.set(key(), 2, vec![4, 1]);
+        groups.set(key(), 2, vec![4, 1], read_at);
         assert_eq!(turn(), 4);
-        groups.set(key(), 3, Vec::new());
+        groups.set(key(), 3, Vec::new(), read_at);
         assert!(matches!(groups.turn(&key()), Turn::Idle));
         groups.forget(&key());
         assert!(groups.keys().is_empty());
+    }
+
+    #[test]
+    fn an_assignment_a_heartbeat_old_is_read_again() {
+        let groups = Assignments::default();
+        let (read_at, heartbeat) = (Instant::now(), Duration::from_secs(5));
+        assert!(!groups.fresh(&key(), read_at, heartbeat));
+        groups.set(key(), 1, vec![0], read_at);
+        assert!(groups.fresh(&key(), read_at + heartbeat / 2, heartbeat));
+        assert!(!groups.fresh(&key(), read_at + heartbeat, heartbeat));
+        // A clock read before the assignment was kept (another task's) is not "old".
+        let earlier = read_at
+            .checked_sub(Duration::from_millis(1))
+            .unwrap_or(read_at);
+        assert!(groups.fresh(&key(), earlier, heartbeat));
     }
 }

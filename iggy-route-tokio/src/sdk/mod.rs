@@ -26,7 +26,7 @@
 //! | `get_stats`, `get_me`, `get_client`, `get_clients`, `ping` | Native (a node knows only its own connections and counts only its own clients). |
 //! | `describe_options` | **Refused: `FeatureUnavailable` (5)**, nothing sent: iggy-route cannot decode the option catalog. |
 //! | `heartbeat_interval` | `Config::heartbeat_interval`, after which an idle link pings. |
-//! | `refresh_consumer_group_assignments` | Reads again the assignment of every group polled without a partition. |
+//! | `refresh_consumer_group_assignments` | Reads again the assignment of every group polled without a partition (see [Differences](#differences)). |
 //! | `snapshot` | `GET_SNAPSHOT_FILE` to the node holding the session; its reply is the snapshot. |
 //! | `get_user`, `get_users`, `create_user`, `delete_user`, `update_permissions`, `change_password` | Native, after the SDK's own checks (`InvalidUsername`, `InvalidPassword`). A committed change of the signed-in user's own password (by name or by the id its sign-in reported) is followed: every later sign-in (a reconnect, a data link to another node) uses the new one, as the SDK's remembered sign-in does. |
 //! | `update_user` | Native; with `options.raw` set, `UPDATE_USER` carrying the SDK's options block (the 0.11.0 server refuses every user option: `UnsupportedOptionKey`). A committed rename of the signed-in user is followed by every later sign-in, as a password change is. |
@@ -131,6 +131,13 @@
 //!   passes over a partition whose primary is not admitting or whose queue is long while
 //!   another's is short, where the SDK takes the partitions strictly in turn and waits
 //!   behind a slow one. Keyed and explicit sends pick exactly the SDK's partition.
+//! - Group polls without a partition: both read the member's assignment again a heartbeat
+//!   interval after they last read it, so a member whose assignment grew polls its new
+//!   partitions within that interval (the SDK on its heartbeat, iggy-route at the first
+//!   poll after it). An explicit `refresh_consumer_group_assignments` reads them at once
+//!   here, as the trait documents; the SDK's `IggyClient` does not pass that call on to its
+//!   connection, so there it changes nothing, and the rotation after another member's join
+//!   may start on another partition than the SDK's.
 //! - Offsets on a cluster: iggy-route stores a consumer's or group's offset (an offset
 //!   write, an auto-commit poll) on the partition's primary, on any server. The SDK 0.11.0
 //!   sends both through the routing commands once it sees more than one node, and a

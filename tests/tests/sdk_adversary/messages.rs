@@ -588,7 +588,8 @@ pub(crate) fn messaging_day<'a>(
             "second joins",
             &other.join_consumer_group(&stream, &topic, &billing).await,
         );
-        client.refresh_consumer_group_assignments().await;
+        // No explicit `refresh_consumer_group_assignments`: the SDK's `IggyClient` ignores
+        // it (see the probes), so both clients go on with the assignment they read.
         let mut group_details = client.get_consumer_group(&stream, &topic, &billing).await;
         if let Ok(Some(details)) = group_details.as_mut() {
             details.members.sort_by_key(|m| m.partitions.clone());
@@ -772,7 +773,7 @@ pub(crate) fn messaging_day<'a>(
     })
 }
 
-#[ignore = "open break: sums up the messaging differences tested one by one here"]
+#[ignore = "open break: with its session on a follower, the router reads a partition count older than its own create_partitions; a balanced send by number then takes another partition"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_day_of_messaging_gives_the_same_results_as_the_sdk() {
     differential("messaging day", messaging_day, false).await;
