@@ -426,3 +426,80 @@ fn sent_by(node: u32) -> Attempt {
         replica: None,
     })))
 }
+
+fn balanced_send(topic: Identifier) -> Request {
+    Request::Send(SendRequest {
+        stream: Identifier::Numeric(1),
+        topic,
+        partitioning: Partitioning::Balanced,
+        messages: vec![Message::default()],
+    })
+}
+
+/// Seen on the loopback cluster with the real cluster's lag, and read in the server's
+/// source: a metadata read's reply carries the answering node's metadata commit. A count
+/// from a node whose commit is below the one our `CREATE_PARTITIONS` moved us to is read
+/// again while the write is young, so a balanced send right after it is not resolved
+/// against the old count; once the write is settled the node's count is taken as it is.
+#[test]
+fn a_count_from_a_node_behind_our_own_write_is_read_again_while_the_write_is_young() {
+    let (t0, mut routing) = with_leader();
+    let add = AdminRequest::CreatePartitions {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitions_count: 2,
+    };
+    write(&mut routing, t0, add, Reply::PartitionsCreated);
+    drain(&mut routing);
+    let soon = t0 + std::time::Duration::from_millis(100);
+    let id = routing
+        .admit(soon, balanced_send(Identifier::Numeric(1)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    let behind = TopicAnswer::Behind {
+        partitions_count: 1,
+    };
+    routing.handle_topic(soon, &topic(), behind);
+    assert_eq!(drain(&mut routing), Vec::<String>::new(), "{id} waits");
+    let again = routing.poll_timeout().unwrap();
+    assert!(again > soon, "read again after a wait, not at once");
+    routing.handle_timeout(again);
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(
+        again,
+        &topic(),
+        TopicAnswer::Found {
+            partitions_count: 3,
+        },
+    );
+    let decisions = drain(&mut routing);
+    assert!(
+        decisions.iter().any(|d| d.starts_with("lookup")),
+        "{id} goes on with the count of 3: {decisions:?}"
+    );
+
+    // Past the settle window a node still behind is believed: nothing waits for it. (The
+    // topic named by name is another key, whose count is not known yet.)
+    let late = t0 + std::time::Duration::from_secs(2);
+    let by_name = iggy_route_core::TopicKey {
+        stream: Identifier::Numeric(1),
+        topic: named("events"),
+    };
+    let next = routing.admit(late, balanced_send(named("events"))).unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    routing.handle_topic(
+        late,
+        &by_name,
+        TopicAnswer::Behind {
+            partitions_count: 3,
+        },
+    );
+    drain(&mut routing);
+    // The count was taken: a further send resolves against it without another read.
+    let after = routing.admit(late, balanced_send(named("events"))).unwrap();
+    let decisions = drain(&mut routing);
+    assert!(
+        !decisions.iter().any(|d| d == "fetch topic"),
+        "{next} and {after} resolved against the late count: {decisions:?}"
+    );
+}

@@ -39,6 +39,13 @@ async fn real_like() -> TestCluster {
 
 /// A client whose coordinator (its first seed) is `coordinator`.
 async fn client_via(cluster: &TestCluster, coordinator: usize) -> iggy_route_tokio::Client {
+    iggy_route_tokio::Client::connect(config_via(cluster, coordinator))
+        .await
+        .unwrap()
+}
+
+/// The configuration of [`client_via`].
+fn config_via(cluster: &TestCluster, coordinator: usize) -> Config {
     let mut seeds: Vec<String> = vec![cluster.addr(coordinator).to_string()];
     seeds.extend(
         (0..cluster.node_count())
@@ -48,7 +55,7 @@ async fn client_via(cluster: &TestCluster, coordinator: usize) -> iggy_route_tok
     let mut config = Config::from_connection_string(&cluster.connection_string()).unwrap();
     config.seeds = seeds;
     config.request_timeout = Duration::from_secs(10);
-    iggy_route_tokio::Client::connect(config).await.unwrap()
+    config
 }
 
 fn routing_lookups(cluster: &TestCluster) -> u64 {
@@ -168,6 +175,46 @@ async fn partitions_added_through_a_follower_coordinator_are_sent_to_at_once() {
             .await;
         assert!(receipt.is_ok(), "partition {partition}: {receipt:?}");
     }
+    client.shutdown().await;
+}
+
+/// Balanced and keyed sends right after partitions we added through a follower
+/// coordinator resolve against the new count: the follower's read of the topic carries its
+/// metadata commit, below the one our write moved the client to, so it is read again until
+/// the follower has applied the write. (Before, the follower's old count of 1 sent all four
+/// balanced sends to partition 0.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balanced_sends_right_after_partitions_we_added_through_a_follower_use_them() {
+    let cluster = real_like().await;
+    let (stream, topic) = cluster.create_stream_and_topic("orders", "events", 1);
+    // Strict turns (no passing over a partition whose primary is still being found), so
+    // that only the count decides.
+    let mut config = config_via(&cluster, 2);
+    config.balanced_skips_stalled = false;
+    let client = iggy_route_tokio::Client::connect(config).await.unwrap();
+    client
+        .send(
+            stream,
+            topic,
+            Partitioning::Balanced,
+            vec![message("before")],
+        )
+        .await
+        .unwrap();
+    client.create_partitions(stream, topic, 3).await.unwrap();
+    let mut partitions = std::collections::BTreeSet::new();
+    for _ in 0..4 {
+        let receipt = client
+            .send(stream, topic, Partitioning::Balanced, vec![message("new")])
+            .await
+            .unwrap();
+        partitions.insert(receipt.partition_id);
+    }
+    assert_eq!(
+        partitions.len(),
+        4,
+        "four balanced sends over four partitions"
+    );
     client.shutdown().await;
 }
 

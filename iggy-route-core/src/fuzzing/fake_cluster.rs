@@ -191,7 +191,9 @@ impl FakeCluster {
             }
             code::GET_TOPIC => {
                 self.topic().encode(out);
-                ("GET_TOPIC".to_owned(), 0, 0)
+                // A metadata read carries the node's metadata commit; every node here has
+                // applied everything, and the logins' commits are the highest handed out.
+                ("GET_TOPIC".to_owned(), 0, self.next_session)
             }
             code::GET_POLL_ROUTING => {
                 if !self.routing_commands {

@@ -123,6 +123,13 @@ impl Router {
                 if answer == TopicAnswer::NotFound && self.routing.leader() != Some(node) {
                     answer = TopicAnswer::AbsentOnFollower;
                 }
+                // A metadata read's reply carries the answering node's metadata commit: one
+                // below the watermark has not applied our own latest metadata write.
+                if let TopicAnswer::Found { partitions_count } = answer
+                    && header.commit < self.routing.watermark()
+                {
+                    answer = TopicAnswer::Behind { partitions_count };
+                }
                 self.routing.handle_topic(now, &topic, answer);
             }
             Job::Attach(request) => self.attach_reply(now, link_id, node, request, &header),

@@ -215,15 +215,10 @@ impl Routing {
                 self.fetch_topic(topic);
             }
             TopicAnswer::Found { partitions_count } => {
-                state.retry_streak = 0;
-                self.count_read(now, topic, partitions_count);
-                let Some(state) = self.topics.get_mut(topic) else {
-                    return;
-                };
-                let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
-                for id in waiting {
-                    self.resolve(now, id, topic, partitions_count, Known::Fresh);
-                }
+                self.count_found(now, topic, partitions_count);
+            }
+            TopicAnswer::Behind { partitions_count } => {
+                self.count_behind(now, topic, partitions_count);
             }
             TopicAnswer::NotFound | TopicAnswer::AbsentOnFollower => {
                 state.info = None;
@@ -286,6 +281,51 @@ impl Routing {
                 }
             }
         }
+    }
+
+    /// A count read now: the requests waiting for it go on.
+    fn count_found(&mut self, now: Instant, topic: &TopicKey, partitions_count: u32) {
+        if let Some(state) = self.topics.get_mut(topic) {
+            state.retry_streak = 0;
+        }
+        self.count_read(now, topic, partitions_count);
+        let Some(state) = self.topics.get_mut(topic) else {
+            return;
+        };
+        let waiting: Vec<RequestId> = state.waiting.drain(..).collect();
+        for id in waiting {
+            self.resolve(now, id, topic, partitions_count, Known::Fresh);
+        }
+    }
+
+    /// A count from a node that has not applied our own latest metadata write. While the
+    /// write is younger than `own_write_settle` the node is given time to catch up: the
+    /// requests waiting for the count wait and the topic is read again, and a background
+    /// refresh keeps the count it had. Once the write is settled, or when a waiting request
+    /// would outlive its deadline meanwhile, the count is taken as it is (a node may stay
+    /// behind; it is the best count there is), all waiting requests together, in order.
+    fn count_behind(&mut self, now: Instant, topic: &TopicKey, partitions_count: u32) {
+        let Some(wait) = self.doubt_wait(now, None) else {
+            self.count_found(now, topic, partitions_count);
+            return;
+        };
+        let Some(state) = self.topics.get_mut(topic) else {
+            return;
+        };
+        if state.waiting.is_empty() {
+            return;
+        }
+        let waiting: Vec<RequestId> = state.waiting.iter().copied().collect();
+        let can_wait = waiting
+            .iter()
+            .all(|&id| self.deadline_of(id).is_some_and(|d| now + wait < d));
+        if !can_wait {
+            self.count_found(now, topic, partitions_count);
+            return;
+        }
+        debug!(%topic, partitions_count, ?wait, "topic read on a node behind our own write; reading again");
+        self.timers
+            .insert((now + wait, TimerKey::Topic(topic.clone())));
     }
 
     /// Reads the topic again after a jittered, doubling wait.

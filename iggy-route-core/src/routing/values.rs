@@ -106,6 +106,14 @@ pub enum TopicAnswer {
         /// Its partition count.
         partitions_count: u32,
     },
+    /// The topic exists with this many partitions, says a node that has not applied this
+    /// client's own latest metadata write (its reply's commit is below the client's
+    /// metadata watermark): partitions the client has just added may be missing. Followers
+    /// apply a commit up to half a second after the leader (seen on the real cluster).
+    Behind {
+        /// Its partition count on that node.
+        partitions_count: u32,
+    },
     /// No such stream or topic, says the metadata leader (or a node whose answer cannot
     /// predate a write: see [`TopicAnswer::AbsentOnFollower`]).
     NotFound,

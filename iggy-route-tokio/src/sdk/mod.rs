@@ -127,7 +127,9 @@
 //!   SDK keeps the partition count it first read for an identifier for the client's life,
 //!   so partitions added later are never balanced to; iggy-route reads it again once it is
 //!   a second old (from the session's node, which may be up to half a second behind the
-//!   leader), so added partitions get sends within about a second. A balanced send also
+//!   leader), so partitions another client added get sends within about a second, and
+//!   those this client added get them at once (a count from a node that has not applied
+//!   the client's own write is read again). A balanced send also
 //!   passes over a partition whose primary is not admitting or whose queue is long while
 //!   another's is short, where the SDK takes the partitions strictly in turn and waits
 //!   behind a slow one. Keyed and explicit sends pick exactly the SDK's partition.
