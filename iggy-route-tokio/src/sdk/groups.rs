@@ -14,7 +14,8 @@
 //! assignment grew (another member left, partitions were added) polls its new partitions
 //! within a heartbeat interval, though none of its polls is ever fenced. Here a poll reads
 //! the assignment again first when it was read a heartbeat interval ago or more: the same
-//! bound, with no task of its own.
+//! bound, with no task of its own. A member holding no partition reads it at every poll,
+//! as the SDK's does.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -84,11 +85,13 @@ impl Assignments {
         Turn::Poll(partition)
     }
 
-    /// Whether an assignment is kept for the group and was read less than `max_age` ago.
+    /// Whether an assignment is kept for the group, holds a partition and was read less
+    /// than `max_age` ago. A member holding none reads it again at every poll, as the
+    /// SDK's does: a partition it gets is polled at once.
     fn fresh(&self, key: &GroupKey, now: Instant, max_age: Duration) -> bool {
-        self.lock()
-            .get(key)
-            .is_some_and(|cursor| now.saturating_duration_since(cursor.read_at) < max_age)
+        self.lock().get(key).is_some_and(|cursor| {
+            !cursor.partitions.is_empty() && now.saturating_duration_since(cursor.read_at) < max_age
+        })
     }
 
     /// Keeps a read assignment. The rotation goes on where it was while the generation is
@@ -257,5 +260,8 @@ mod tests {
             .checked_sub(Duration::from_millis(1))
             .unwrap_or(read_at);
         assert!(groups.fresh(&key(), earlier, heartbeat));
+        // Holding nothing, a member asks again at once.
+        groups.set(key(), 2, Vec::new(), read_at);
+        assert!(!groups.fresh(&key(), read_at, heartbeat));
     }
 }
