@@ -503,3 +503,45 @@ fn a_count_from_a_node_behind_our_own_write_is_read_again_while_the_write_is_you
         "{next} and {after} resolved against the late count: {decisions:?}"
     );
 }
+
+/// Found by an outsider: a request that cannot wait for a node behind our own write goes
+/// on with that node's count, but the count is not kept, or every send after it would use
+/// the old count until it is a second old.
+#[test]
+fn a_behind_count_taken_for_a_request_that_cannot_wait_is_not_kept() {
+    let t0 = origin();
+    let mut short = config();
+    short.request_timeout = std::time::Duration::from_millis(20);
+    let mut routing = Routing::new(short, 5, t0);
+    routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+    drain(&mut routing);
+    let add = AdminRequest::CreatePartitions {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitions_count: 2,
+    };
+    write(&mut routing, t0, add, Reply::PartitionsCreated);
+    drain(&mut routing);
+    let soon = t0 + std::time::Duration::from_millis(100);
+    let id = routing
+        .admit(soon, balanced_send(Identifier::Numeric(1)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    let behind = TopicAnswer::Behind {
+        partitions_count: 1,
+    };
+    routing.handle_topic(soon, &topic(), behind);
+    let decisions = drain(&mut routing);
+    assert!(
+        !decisions.is_empty() && !decisions.iter().any(|d| d == "fetch topic"),
+        "{id} goes on with the count it has: {decisions:?}"
+    );
+    let next = routing
+        .admit(soon, balanced_send(Identifier::Numeric(1)))
+        .unwrap();
+    assert_eq!(
+        drain(&mut routing),
+        ["fetch topic"],
+        "{next} reads the topic again"
+    );
+}

@@ -301,9 +301,10 @@ impl Routing {
     /// A count from a node that has not applied our own latest metadata write. While the
     /// write is younger than `own_write_settle` the node is given time to catch up: the
     /// requests waiting for the count wait and the topic is read again, and a background
-    /// refresh keeps the count it had. Once the write is settled, or when a waiting request
-    /// would outlive its deadline meanwhile, the count is taken as it is (a node may stay
-    /// behind; it is the best count there is), all waiting requests together, in order.
+    /// refresh keeps the count it had. Once the write is settled the count is taken as it
+    /// is (a node may stay behind; it is the best count there is). When a waiting request
+    /// would outlive its deadline meanwhile, the waiting requests go on with it, all
+    /// together and in order, but it is not kept: the next request reads the topic again.
     fn count_behind(&mut self, now: Instant, topic: &TopicKey, partitions_count: u32) {
         let Some(wait) = self.doubt_wait(now, None) else {
             self.count_found(now, topic, partitions_count);
@@ -321,6 +322,9 @@ impl Routing {
             .all(|&id| self.deadline_of(id).is_some_and(|d| now + wait < d));
         if !can_wait {
             self.count_found(now, topic, partitions_count);
+            if let Some(state) = self.topics.get_mut(topic) {
+                state.info = None;
+            }
             return;
         }
         debug!(%topic, partitions_count, ?wait, "topic read on a node behind our own write; reading again");
