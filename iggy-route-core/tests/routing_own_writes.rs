@@ -436,6 +436,32 @@ fn balanced_send(topic: Identifier) -> Request {
     })
 }
 
+/// Our `CREATE_PARTITIONS` (1 to 3) is answered at `t0`; 100 ms later a balanced send
+/// reads the topic, and a node that has not applied the write answers the old count of 1.
+/// Returns when that was, and the send.
+fn behind_after_our_create_partitions(
+    routing: &mut Routing,
+    t0: std::time::Instant,
+) -> (std::time::Instant, iggy_route_core::RequestId) {
+    let add = AdminRequest::CreatePartitions {
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partitions_count: 2,
+    };
+    write(routing, t0, add, Reply::PartitionsCreated);
+    drain(routing);
+    let soon = t0 + std::time::Duration::from_millis(100);
+    let id = routing
+        .admit(soon, balanced_send(Identifier::Numeric(1)))
+        .unwrap();
+    assert_eq!(drain(routing), ["fetch topic"]);
+    let behind = TopicAnswer::Behind {
+        partitions_count: 1,
+    };
+    routing.handle_topic(soon, &topic(), behind);
+    (soon, id)
+}
+
 /// Seen on the loopback cluster with the real cluster's lag, and read in the server's
 /// source: a metadata read's reply carries the answering node's metadata commit. A count
 /// from a node whose commit is below the one our `CREATE_PARTITIONS` moved us to is read
@@ -444,22 +470,7 @@ fn balanced_send(topic: Identifier) -> Request {
 #[test]
 fn a_count_from_a_node_behind_our_own_write_is_read_again_while_the_write_is_young() {
     let (t0, mut routing) = with_leader();
-    let add = AdminRequest::CreatePartitions {
-        stream: Identifier::Numeric(1),
-        topic: Identifier::Numeric(1),
-        partitions_count: 2,
-    };
-    write(&mut routing, t0, add, Reply::PartitionsCreated);
-    drain(&mut routing);
-    let soon = t0 + std::time::Duration::from_millis(100);
-    let id = routing
-        .admit(soon, balanced_send(Identifier::Numeric(1)))
-        .unwrap();
-    assert_eq!(drain(&mut routing), ["fetch topic"]);
-    let behind = TopicAnswer::Behind {
-        partitions_count: 1,
-    };
-    routing.handle_topic(soon, &topic(), behind);
+    let (soon, id) = behind_after_our_create_partitions(&mut routing, t0);
     assert_eq!(drain(&mut routing), Vec::<String>::new(), "{id} waits");
     let again = routing.poll_timeout().unwrap();
     assert!(again > soon, "read again after a wait, not at once");
@@ -515,22 +526,7 @@ fn a_behind_count_taken_for_a_request_that_cannot_wait_is_not_kept() {
     let mut routing = Routing::new(short, 5, t0);
     routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
     drain(&mut routing);
-    let add = AdminRequest::CreatePartitions {
-        stream: Identifier::Numeric(1),
-        topic: Identifier::Numeric(1),
-        partitions_count: 2,
-    };
-    write(&mut routing, t0, add, Reply::PartitionsCreated);
-    drain(&mut routing);
-    let soon = t0 + std::time::Duration::from_millis(100);
-    let id = routing
-        .admit(soon, balanced_send(Identifier::Numeric(1)))
-        .unwrap();
-    assert_eq!(drain(&mut routing), ["fetch topic"]);
-    let behind = TopicAnswer::Behind {
-        partitions_count: 1,
-    };
-    routing.handle_topic(soon, &topic(), behind);
+    let (soon, id) = behind_after_our_create_partitions(&mut routing, t0);
     let decisions = drain(&mut routing);
     assert!(
         !decisions.is_empty() && !decisions.iter().any(|d| d == "fetch topic"),
