@@ -139,7 +139,10 @@ pub struct PollRequest {
     pub strategy: PollingStrategy,
     /// Most messages to return.
     pub count: u32,
-    /// Commit the consumer offset on the server. Auto-commit polls go to the primary.
+    /// Commit the consumer offset on the server. Auto-commit polls go to the primary. A
+    /// group's poll whose commit the server fences (the partition became another member's
+    /// meanwhile, or this client left the group) fails with that code and hands out
+    /// nothing: the messages are the next owner's, as with the server's own auto-commit.
     pub auto_commit: bool,
 }
 

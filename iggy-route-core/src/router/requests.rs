@@ -11,6 +11,7 @@ use super::groups::GroupRole;
 use super::{Output, Router};
 use crate::ids::{LinkId, RequestId};
 use crate::request::{Reply, Request, RequestError, StoreOffsetRequest, SubmitError};
+use crate::wire::ErrorCode;
 
 /// One accepted request.
 #[derive(Debug)]
@@ -201,12 +202,27 @@ impl Router {
             // messages whatever became of the write, as the server's own auto-commit, which
             // no poll reply reports on, would have it. A write that failed (or timed out,
             // stored or not) leaves them to be read again: never lost.
-            if let Err(error) = &outcome {
-                debug!(poll = %poll_id, %error, "the polled offset was not stored");
-            }
+            let for_group = entry
+                .as_ref()
+                .is_some_and(|entry| matches!(entry.group, Some(GroupRole::Commit(_))));
+            let outcome = match outcome {
+                Err(error) => {
+                    debug!(poll = %poll_id, %error, "the polled offset was not stored");
+                    // Except that a group's write fenced (the partition is another
+                    // member's now, or we are no member) fails the poll as the server's own
+                    // auto-commit poll would have failed: the messages are the new owner's
+                    // to read from the group's offset, which did not move. Handed to us as
+                    // well, they would be read twice in the group.
+                    match group_fence(&error) {
+                        Some(code) if for_group => Err(RequestError::Server { code }),
+                        Some(_) | None => Ok(polled),
+                    }
+                }
+                Ok(()) => Ok(polled),
+            };
             self.outputs.push_back(Output::Completed {
                 id: self.waiting.completed(poll_id),
-                outcome: Ok(polled),
+                outcome,
             });
             return;
         }
@@ -229,4 +245,22 @@ impl Router {
         let id = self.waiting.completed(id);
         self.outputs.push_back(Output::Completed { id, outcome });
     }
+}
+
+/// The code a poll whose group offset write met the server's fence fails with: `None`
+/// when `error` is not that fence. The fence answers `ConsumerGroupPartitionNotOwned`, or
+/// `ResourceNotFound` to a connection that is no member (see `group_commit`), or
+/// `ConsumerGroupMemberNotFound`; each is a definite "not stored".
+fn group_fence(error: &RequestError) -> Option<ErrorCode> {
+    let RequestError::Server { code } = error else {
+        return None;
+    };
+    if *code == ErrorCode::ConsumerGroupMemberNotFound {
+        return Some(*code);
+    }
+    matches!(
+        code,
+        ErrorCode::ConsumerGroupPartitionNotOwned | ErrorCode::ResourceNotFound
+    )
+    .then_some(ErrorCode::ConsumerGroupPartitionNotOwned)
 }
