@@ -2,6 +2,7 @@
 
 use iggy_common::IggyError;
 use iggy_route_core::client::ClientError;
+use iggy_route_core::wire::Identifier;
 use iggy_route_core::{RequestError, SubmitError, TlsError};
 
 use super::convert_messages::sdk_identifier;
@@ -114,15 +115,24 @@ impl IntoIggyError for SubmitError {
 /// (it reads the topic to choose the partition). A send to a named partition the SDK sends
 /// as it is, and the server answers `ResourceNotFound` (20) for any of the three; a
 /// balanced or keyed send the SDK partitions itself, from the topic it reads first, and a
-/// missing stream or topic is its own `TopicIdNotFound` (2010). The rest as
-/// [`IntoIggyError`].
-pub(super) fn send_error(error: ClientError, to_named_partition: bool) -> IggyError {
-    if let ClientError::Request(missing) = &error {
-        let servers_answer = matches!(missing, RequestError::PartitionOutOfRange { .. })
-            || (to_named_partition && matches!(missing, RequestError::TopicNotFound { .. }));
-        if servers_answer {
-            return IggyError::ResourceNotFound(missing.to_string());
+/// missing stream or topic, or a topic with no partition to choose, is its own
+/// `TopicIdNotFound` (2010). The rest as [`IntoIggyError`].
+pub(super) fn send_error(
+    error: ClientError,
+    (stream, topic): (&Identifier, &Identifier),
+    to_named_partition: bool,
+) -> IggyError {
+    let ClientError::Request(missing) = &error else {
+        return error.into_iggy_error();
+    };
+    if let RequestError::PartitionOutOfRange { count, .. } = missing {
+        if *count == 0 && !to_named_partition {
+            return IggyError::TopicIdNotFound(sdk_identifier(topic), sdk_identifier(stream));
         }
+        return IggyError::ResourceNotFound(missing.to_string());
+    }
+    if to_named_partition && matches!(missing, RequestError::TopicNotFound { .. }) {
+        return IggyError::ResourceNotFound(missing.to_string());
     }
     error.into_iggy_error()
 }

@@ -214,12 +214,13 @@ impl MessageClient for Client {
         }
         let routed = route_messages(messages)?;
         // As given: an origin timestamp of 0 is stored as 0, as the SDK stores it.
-        let call = Call::send(stream.clone(), topic.clone(), partitioning, routed)
-            .map_err(|error| super::errors::send_error(error, to_named_partition))?;
-        let receipt = self
-            .run_as_given(call)
-            .await
-            .map_err(|error| super::errors::send_error(error, to_named_partition))?;
+        let call =
+            Call::send(stream.clone(), topic.clone(), partitioning, routed).map_err(|error| {
+                super::errors::send_error(error, (&stream, &topic), to_named_partition)
+            })?;
+        let receipt = self.run_as_given(call).await.map_err(|error| {
+            super::errors::send_error(error, (&stream, &topic), to_named_partition)
+        })?;
         Ok(self.send_response(&stream, &topic, receipt).await)
     }
 

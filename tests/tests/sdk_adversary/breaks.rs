@@ -119,6 +119,45 @@ async fn a_send_to_a_partition_topic_or_stream_that_does_not_exist_gets_the_serv
     assert_eq!(route, sdk, "iggy-route (left) vs the SDK (right)");
 }
 
+/// A topic whose partitions were all deleted: a send to a named partition is the
+/// server's 20; a balanced or keyed one has no partition to choose, which the SDK reports
+/// as its own `TopicIdNotFound`.
+pub(crate) fn sends_to_no_partition(
+    c: &dyn Client,
+) -> Pin<Box<dyn Future<Output = Vec<String>> + Send + '_>> {
+    Box::pin(async move {
+        let (stream, topic) = (named("orders"), named("events"));
+        c.delete_partitions(&stream, &topic, 2).await.unwrap();
+        let mut seen = Vec::new();
+        for (how, partitioning) in [
+            ("balanced", Partitioning::balanced()),
+            ("keyed", Partitioning::messages_key_str("k").unwrap()),
+            ("to partition 0", Partitioning::partition_id(0)),
+        ] {
+            let mut one = vec![message(1, b"x", None)];
+            let sent = c
+                .send_messages(&stream, &topic, &partitioning, &mut one)
+                .await;
+            seen.push(format!("send {how}: {:?}", code(&sent)));
+        }
+        seen
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_to_a_topic_with_no_partition_gets_the_sdks_code() {
+    let (sdk, route) = sdk_vs_route(2, sends_to_no_partition).await;
+    assert_eq!(
+        sdk,
+        [
+            "send balanced: Some(2010)",
+            "send keyed: Some(2010)",
+            "send to partition 0: Some(20)"
+        ]
+    );
+    assert_eq!(route, sdk, "iggy-route (left) vs the SDK (right)");
+}
+
 pub(crate) fn offset_past_the_end(
     c: &dyn Client,
 ) -> Pin<Box<dyn Future<Output = Vec<String>> + Send + '_>> {
