@@ -16,7 +16,7 @@ use bytes::Bytes;
 use iggy_route_core::Config;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::Message;
-use iggy_route_tests::cluster::{Lookup, OffsetOwner, TestCluster};
+use iggy_route_tests::cluster::{Lookup, TestCluster};
 use iggy_route_tokio::{AutoCommit, ReceivedMessage};
 
 const STREAM: u32 = 0;
@@ -229,11 +229,9 @@ async fn a_group_of_three_reads_every_message_once_while_primaries_move() {
         let stored = cluster.with_state(|state| {
             state
                 .catalog
-                .partition(Lookup::Id(STREAM), Lookup::Id(TOPIC), partition)
+                .topic(Lookup::Id(STREAM), Lookup::Id(TOPIC))
                 .ok()?
-                .offsets
-                .get(&OffsetOwner::GroupName(GROUP.to_owned()))
-                .copied()
+                .group_offset(partition, GROUP)
         });
         assert_eq!(stored, Some(PER_PARTITION - 1), "partition {partition}");
     }

@@ -277,17 +277,12 @@ fn stored(cluster: &TestCluster, partition: u32) -> Option<u64> {
     cluster.with_state(|state| {
         state
             .catalog
-            .partition(
+            .topic(
                 iggy_route_tests::cluster::Lookup::Id(STREAM),
                 iggy_route_tests::cluster::Lookup::Id(TOPIC),
-                partition,
             )
             .ok()?
-            .offsets
-            .get(&iggy_route_tests::cluster::OffsetOwner::GroupName(
-                GROUP.to_owned(),
-            ))
-            .copied()
+            .group_offset(partition, GROUP)
     })
 }
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::groups::Groups;
-use super::partition::Partition;
+use super::partition::{OffsetOwner, Partition};
 use super::state::NodeId;
 
 /// A stream or topic reference as a request names it.
@@ -45,6 +45,16 @@ pub struct Topic {
 }
 
 impl Topic {
+    /// The offset group `group` (by name) stored on `partition`, as the primary keeps it:
+    /// under the group's id, however its requests named it.
+    pub fn group_offset(&self, partition: u32, group: &str) -> Option<u64> {
+        let id = self.groups.find(Lookup::Name(group))?.id;
+        self.partition(partition)?
+            .offsets
+            .get(&OffsetOwner::GroupId(id))
+            .copied()
+    }
+
     /// The partition with this 0-based id.
     pub fn partition(&self, id: u32) -> Option<&Partition> {
         self.partitions.get(id as usize)

@@ -173,7 +173,7 @@ pub(super) fn poll(
         }
     }
     let node = connection.node();
-    let owner = offset_owner(&request.consumer);
+    let owner = offset_owner(state, (&request.stream, &request.topic), &request.consumer);
     let Some(primary) = target.partition_mut(state).map(|found| found.primary) else {
         return Outcome::status(ErrorCode::PartitionNotFound, commit);
     };

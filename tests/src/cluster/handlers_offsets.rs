@@ -30,6 +30,7 @@ pub(super) fn get_offset(state: &ClusterState, node: NodeId, body: &[u8]) -> Out
     let Ok(key) = ConsumerOffsetKey::decode(body) else {
         return Outcome::empty(commit);
     };
+    let owner = offset_owner(state, (&key.stream, &key.topic), &key.consumer);
     let partition = match state.catalog.partition(
         lookup(&key.stream),
         lookup(&key.topic),
@@ -41,7 +42,7 @@ pub(super) fn get_offset(state: &ClusterState, node: NodeId, body: &[u8]) -> Out
         }
         Err(_) => return Outcome::empty(commit),
     };
-    match partition.offset_seen_by(node, &offset_owner(&key.consumer)) {
+    match partition.offset_seen_by(node, &owner) {
         Some(stored) => {
             let info = ConsumerOffsetInfo {
                 partition_id: partition.id,
@@ -108,6 +109,7 @@ pub(super) fn write(
     {
         return Outcome::status(ErrorCode::ResourceNotFound, commit);
     }
+    let owner = offset_owner(state, (&key.stream, &key.topic), &key.consumer);
     let node = connection.node();
     let nodes = state.node_count();
     let Some(primary) = target.partition_mut(state).map(|p| p.primary) else {
@@ -132,7 +134,6 @@ pub(super) fn write(
         let replica = u8::try_from(node).unwrap_or(u8::MAX);
         return Outcome::status(ErrorCode::TransientNotAccepted, commit).with_stamp(view, replica);
     }
-    let owner = offset_owner(&key.consumer);
     match offset {
         Some(offset) => {
             partition.store_offset(owner, offset);

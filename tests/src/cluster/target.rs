@@ -75,16 +75,32 @@ pub(super) fn resolve(
     })
 }
 
-/// The key consumer offsets are stored under.
-pub(super) fn offset_owner(consumer: &Consumer) -> OffsetOwner {
+/// The key consumer offsets are stored under. A group's is its id, however the request
+/// names the group: the server resolves the group first (`resolve_consumer_group_id`),
+/// so a group polled by name and by number reads one offset, and a group created again
+/// under an old name starts from nothing (seen on the real cluster). A group that does
+/// not resolve keeps the key as named (its offset is then nobody's).
+pub(super) fn offset_owner(
+    state: &ClusterState,
+    (stream, topic): (&Identifier, &Identifier),
+    consumer: &Consumer,
+) -> OffsetOwner {
     match (consumer.kind, &consumer.id) {
         (ConsumerKind::Consumer, Identifier::Numeric(id)) => OffsetOwner::ConsumerId(*id),
         (ConsumerKind::Consumer, Identifier::Named(name)) => {
             OffsetOwner::ConsumerName(name.as_str().to_owned())
         }
-        (ConsumerKind::ConsumerGroup, Identifier::Numeric(id)) => OffsetOwner::GroupId(*id),
-        (ConsumerKind::ConsumerGroup, Identifier::Named(name)) => {
-            OffsetOwner::GroupName(name.as_str().to_owned())
+        (ConsumerKind::ConsumerGroup, group) => {
+            let resolved = state
+                .catalog
+                .topic(lookup(stream), lookup(topic))
+                .ok()
+                .and_then(|topic| topic.groups.find(lookup(group)))
+                .map(|found| found.id);
+            match (resolved, group) {
+                (Some(id), _) | (None, &Identifier::Numeric(id)) => OffsetOwner::GroupId(id),
+                (None, Identifier::Named(name)) => OffsetOwner::GroupName(name.as_str().to_owned()),
+            }
         }
     }
 }
