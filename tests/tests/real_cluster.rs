@@ -28,6 +28,13 @@ mod sdk_interop;
 #[path = "real_cluster/sdk_drop_in.rs"]
 mod sdk_drop_in;
 
+// A group named by name in one call and by number in the next.
+#[path = "group_names/program.rs"]
+mod group_names_program;
+
+#[path = "real_cluster/group_names.rs"]
+mod group_names;
+
 // Own password and name changes, and run-time logins as another user. Named to run after
 // the day tests: it makes the split topic, whose node bounces leave some partitions of the
 // real server unable to commit for a while ("needs state transfer" in its log), and a day

@@ -1,6 +1,7 @@
 //! `ConsumerGroupClient`: the native calls. A join or a leave changes the member's
 //! assignment, so the one kept for group polls without a partition is read again at the
-//! next such poll, as the SDK drops its own.
+//! next such poll, as the SDK drops its own. A group this client joined is written as its
+//! join named it, however a later call names it (see `group_names`).
 
 use async_trait::async_trait;
 use iggy_common::{
@@ -10,6 +11,7 @@ use iggy_common::{
 use super::IntoIggyError;
 use super::convert_admin::{sdk_consumer_group_details, sdk_consumer_groups};
 use super::convert_messages::route_identifier;
+use super::group_names::names_nothing;
 use super::groups::GroupKey;
 use super::session::Needs;
 use crate::Client;
@@ -76,10 +78,16 @@ impl ConsumerGroupClient for Client {
         group_id: &Identifier,
     ) -> Result<(), IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let key = group_key(stream_id, topic_id, group_id)?;
+        let state = self.sdk_state();
+        let key = state
+            .joined_groups
+            .as_joined(group_key(stream_id, topic_id, group_id)?);
         let (stream, topic, group) = key.clone();
         let deleted = Client::delete_consumer_group(self, stream, topic, group).await;
-        self.sdk_state().groups.forget(&key);
+        state.groups.forget(&key);
+        if deleted.is_ok() {
+            state.joined_groups.forget(&key);
+        }
         deleted.map_err(IntoIggyError::into_iggy_error)
     }
 
@@ -92,10 +100,27 @@ impl ConsumerGroupClient for Client {
         group_id: &Identifier,
     ) -> Result<(), IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let key = group_key(stream_id, topic_id, group_id)?;
+        let state = self.sdk_state();
+        let as_named = group_key(stream_id, topic_id, group_id)?;
+        let mut key = state.joined_groups.as_joined(as_named.clone());
         let (stream, topic, group) = key.clone();
-        let joined = Client::join_consumer_group(self, stream, topic, group).await;
-        self.sdk_state().groups.forget(&key);
+        let mut joined = Client::join_consumer_group(self, stream, topic, group).await;
+        if let Err(error) = &joined
+            && key != as_named
+            && names_nothing(error)
+        {
+            // The group joined before is gone (another client deleted it): this one is
+            // joined as the caller named it.
+            state.joined_groups.forget(&key);
+            state.groups.forget(&key);
+            key = as_named;
+            let (stream, topic, group) = key.clone();
+            joined = Client::join_consumer_group(self, stream, topic, group).await;
+        }
+        state.groups.forget(&key);
+        if joined.is_ok() {
+            self.learn_group_names(key).await;
+        }
         joined.map_err(IntoIggyError::into_iggy_error)
     }
 
@@ -106,10 +131,16 @@ impl ConsumerGroupClient for Client {
         group_id: &Identifier,
     ) -> Result<(), IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let key = group_key(stream_id, topic_id, group_id)?;
+        let state = self.sdk_state();
+        let key = state
+            .joined_groups
+            .as_joined(group_key(stream_id, topic_id, group_id)?);
         let (stream, topic, group) = key.clone();
         let left = Client::leave_consumer_group(self, stream, topic, group).await;
-        self.sdk_state().groups.forget(&key);
+        state.groups.forget(&key);
+        if left.is_ok() {
+            state.joined_groups.forget(&key);
+        }
         left.map_err(IntoIggyError::into_iggy_error)
     }
 }

@@ -163,9 +163,11 @@ impl MessageClient for Client {
         auto_commit: bool,
     ) -> Result<PolledMessages, IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let stream = route_identifier(stream_id)?;
-        let topic = route_identifier(topic_id)?;
-        let routed_consumer = route_consumer(consumer)?;
+        let (stream, topic, routed_consumer) = self.as_joined(
+            route_identifier(stream_id)?,
+            route_identifier(topic_id)?,
+            route_consumer(consumer)?,
+        );
         let mut polled = if consumer.kind == ConsumerKind::ConsumerGroup && partition_id.is_none() {
             let key = (stream, topic, routed_consumer.id.clone());
             self.poll_group(key, routed_consumer, strategy_for, count, auto_commit)
@@ -253,8 +255,11 @@ impl ConsumerOffsetClient for Client {
         offset: u64,
     ) -> Result<(), IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let consumer = route_consumer(consumer)?;
-        let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
+        let (stream, topic, consumer) = self.as_joined(
+            route_identifier(stream_id)?,
+            route_identifier(topic_id)?,
+            route_consumer(consumer)?,
+        );
         let Some(partition_id) = partition_id else {
             return Err(IggyError::ResourceNotFound(
                 "a consumer offset without a partition id".to_owned(),
@@ -273,8 +278,11 @@ impl ConsumerOffsetClient for Client {
         partition_id: Option<u32>,
     ) -> Result<Option<ConsumerOffsetInfo>, IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let consumer = route_consumer(consumer)?;
-        let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
+        let (stream, topic, consumer) = self.as_joined(
+            route_identifier(stream_id)?,
+            route_identifier(topic_id)?,
+            route_consumer(consumer)?,
+        );
         let offset = Client::get_consumer_offset(self, consumer, stream, topic, partition_id)
             .await
             .map_err(IntoIggyError::into_iggy_error)?;
@@ -289,8 +297,11 @@ impl ConsumerOffsetClient for Client {
         partition_id: Option<u32>,
     ) -> Result<(), IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let consumer = route_consumer(consumer)?;
-        let (stream, topic) = (route_identifier(stream_id)?, route_identifier(topic_id)?);
+        let (stream, topic, consumer) = self.as_joined(
+            route_identifier(stream_id)?,
+            route_identifier(topic_id)?,
+            route_consumer(consumer)?,
+        );
         Client::delete_consumer_offset(self, consumer, stream, topic, partition_id)
             .await
             .map_err(IntoIggyError::into_iggy_error)

@@ -140,6 +140,14 @@
 //!   here, as the trait documents; the SDK's `IggyClient` does not pass that call on to its
 //!   connection, so there it changes nothing, and the rotation after another member's join
 //!   may start on another partition than the SDK's.
+//! - A group joined through one set of identifiers (by name, say) and then polled, read,
+//!   committed or left through another (by number) is one membership on both, as the
+//!   server resolves the group first. The router keeps a membership under the identifiers
+//!   its join used, so after a join iggy-route reads the stream, the topic and the group
+//!   once (two metadata reads) and writes later requests that name the group otherwise
+//!   with the join's identifiers. The SDK keeps one poll rotation per group identifier as
+//!   written; iggy-route keeps the joined group's one, so after a switch of names the two
+//!   may poll the member's partitions in another order.
 //! - Offsets on a cluster: iggy-route stores a consumer's or group's offset (an offset
 //!   write, an auto-commit poll) on the partition's primary, on any server. The SDK 0.11.0
 //!   sends both through the routing commands once it sees more than one node, and a
@@ -151,6 +159,7 @@ mod convert_messages;
 mod convert_users;
 mod encryption;
 mod errors;
+mod group_names;
 mod groups;
 mod impl_groups;
 mod impl_messages;

@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use iggy_common::{DiagnosticEvent, IggyError, NonZeroIggyDuration};
 use iggy_route_core::{Config, Credentials, Event, LinkRole};
 
+use super::group_names::JoinedGroups;
 use super::groups::Assignments;
 use super::impl_messages::TopicIds;
 use crate::Client;
@@ -66,6 +67,7 @@ pub(crate) struct SdkState {
     /// Keeps the events channel open while nobody subscribes; subscribers are made from it.
     subscriptions: InactiveReceiver<DiagnosticEvent>,
     pub(super) groups: Assignments,
+    pub(super) joined_groups: JoinedGroups,
     pub(super) topic_ids: TopicIds,
 }
 
@@ -82,6 +84,7 @@ impl SdkState {
             },
             subscriptions: receiver.deactivate(),
             groups: Assignments::default(),
+            joined_groups: JoinedGroups::default(),
             topic_ids: TopicIds::default(),
         }
     }

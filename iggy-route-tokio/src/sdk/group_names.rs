@@ -1,0 +1,214 @@
+//! A membership is the server's, whatever identifiers name its group, and an SDK program
+//! may join a group by name and then poll, commit or leave it by number (the SDK's
+//! connection is the member either way). The router keeps a membership under the
+//! identifiers its join named (it does not resolve names), so here a group request that
+//! names a joined group otherwise is written with the join's identifiers.
+//!
+//! After a join, the stream, the topic and the group are read once for their ids and
+//! names. A membership whose ids cannot be read is matched only as it was named. The
+//! entry ends with a leave or a delete through this client; one that outlived its group
+//! (deleted by another client) names an id that is gone, so a join it would redirect is
+//! sent again as the caller named it.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use iggy_route_core::RequestError;
+use iggy_route_core::client::ClientError;
+use iggy_route_core::wire::{Consumer, ConsumerKind, ErrorCode, Identifier, Name};
+
+use super::groups::GroupKey;
+use crate::Client;
+
+/// The groups this client joined, as their joins named them.
+#[derive(Debug, Default)]
+pub(super) struct JoinedGroups {
+    joined: Mutex<Vec<Joined>>,
+}
+
+/// One group joined: the identifiers its join used, and the stream's, topic's and
+/// group's ids and names.
+#[derive(Debug, Clone)]
+struct Joined {
+    as_joined: GroupKey,
+    names: [(u32, Name); 3],
+}
+
+impl Joined {
+    /// Whether `key` names this group: each of its identifiers by id or by name.
+    fn named_by(&self, key: &GroupKey) -> bool {
+        let (stream, topic, group) = key;
+        [stream, topic, group]
+            .into_iter()
+            .zip(&self.names)
+            .all(|(identifier, (id, name))| match identifier {
+                Identifier::Numeric(numeric) => numeric == id,
+                Identifier::Named(named) => named == name,
+            })
+    }
+}
+
+impl JoinedGroups {
+    fn lock(&self) -> MutexGuard<'_, Vec<Joined>> {
+        // A panic elsewhere must not stop the group calls: the list is valid whatever it held.
+        self.joined.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The identifiers to write a request of `key`'s group with: its join's, when `key`
+    /// names a group this client joined otherwise; else `key` itself.
+    pub(super) fn as_joined(&self, key: GroupKey) -> GroupKey {
+        self.lock()
+            .iter()
+            .find(|joined| joined.as_joined == key || joined.named_by(&key))
+            .map_or(key, |joined| joined.as_joined.clone())
+    }
+
+    fn keep(&self, joined: Joined) {
+        let mut list = self.lock();
+        list.retain(|old| old.as_joined != joined.as_joined && old.names != joined.names);
+        list.push(joined);
+    }
+
+    /// The membership joined as `as_joined` is over (a leave, a delete).
+    pub(super) fn forget(&self, as_joined: &GroupKey) {
+        self.lock().retain(|joined| &joined.as_joined != as_joined);
+    }
+}
+
+/// Whether a join's error says the stream, topic or group it named is not there.
+pub(super) fn names_nothing(error: &ClientError) -> bool {
+    if let ClientError::Request(RequestError::Server { code }) = error {
+        return code.is_not_found()
+            || matches!(
+                code,
+                ErrorCode::ConsumerGroupIdNotFound | ErrorCode::ConsumerGroupNameNotFound
+            );
+    }
+    matches!(
+        error,
+        ClientError::Request(RequestError::TopicNotFound { .. })
+    )
+}
+
+impl Client {
+    /// A request's stream, topic and consumer as the join of its group named them, when
+    /// the consumer is a group this client joined; else as given.
+    pub(super) fn as_joined(
+        &self,
+        stream: Identifier,
+        topic: Identifier,
+        consumer: Consumer,
+    ) -> (Identifier, Identifier, Consumer) {
+        if consumer.kind != ConsumerKind::ConsumerGroup {
+            return (stream, topic, consumer);
+        }
+        let joined = &self.sdk_state().joined_groups;
+        let (stream, topic, group) = joined.as_joined((stream, topic, consumer.id));
+        let consumer = Consumer {
+            kind: ConsumerKind::ConsumerGroup,
+            id: group,
+        };
+        (stream, topic, consumer)
+    }
+
+    /// Reads the ids and names of a group just joined as `as_joined`, for the requests that
+    /// name it otherwise. Nothing is kept when a read fails or finds nothing: the group is
+    /// then matched only as it was named.
+    pub(super) async fn learn_group_names(&self, as_joined: GroupKey) {
+        let (stream, topic, group) = as_joined.clone();
+        let Ok(Some(stream_details)) = Client::get_stream(self, stream.clone()).await else {
+            return;
+        };
+        let Some(topic_summary) = stream_details.topics.iter().find(|summary| match &topic {
+            Identifier::Numeric(id) => summary.id == *id,
+            Identifier::Named(name) => summary.name == *name,
+        }) else {
+            return;
+        };
+        let Ok(Some(group_details)) = Client::get_consumer_group(self, stream, topic, group).await
+        else {
+            return;
+        };
+        let names = [
+            (stream_details.id, stream_details.name.clone()),
+            (topic_summary.id, topic_summary.name.clone()),
+            (group_details.info.id, group_details.info.name),
+        ];
+        self.sdk_state()
+            .joined_groups
+            .keep(Joined { as_joined, names });
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn name(text: &str) -> Name {
+        Name::new(text).unwrap()
+    }
+
+    fn key(stream: Identifier, topic: Identifier, group: Identifier) -> GroupKey {
+        (stream, topic, group)
+    }
+
+    fn by_name(text: &str) -> Identifier {
+        Identifier::Named(name(text))
+    }
+
+    #[test]
+    fn a_group_joined_by_name_is_found_by_any_mix_of_names_and_ids() {
+        let joined = JoinedGroups::default();
+        let as_joined = key(by_name("shop"), by_name("orders"), by_name("billing"));
+        joined.keep(Joined {
+            as_joined: as_joined.clone(),
+            names: [(3, name("shop")), (1, name("orders")), (7, name("billing"))],
+        });
+        let numeric = key(
+            Identifier::Numeric(3),
+            Identifier::Numeric(1),
+            Identifier::Numeric(7),
+        );
+        assert_eq!(joined.as_joined(numeric), as_joined);
+        let mixed = key(
+            by_name("shop"),
+            Identifier::Numeric(1),
+            Identifier::Numeric(7),
+        );
+        assert_eq!(joined.as_joined(mixed), as_joined);
+        // Another group of the topic, another topic: as named.
+        let other = key(by_name("shop"), by_name("orders"), Identifier::Numeric(8));
+        assert_eq!(joined.as_joined(other.clone()), other);
+        let elsewhere = key(by_name("shop"), by_name("refunds"), by_name("billing"));
+        assert_eq!(joined.as_joined(elsewhere.clone()), elsewhere);
+        joined.forget(&as_joined);
+        let numeric = key(
+            Identifier::Numeric(3),
+            Identifier::Numeric(1),
+            Identifier::Numeric(7),
+        );
+        assert_eq!(joined.as_joined(numeric.clone()), numeric);
+    }
+
+    #[test]
+    fn a_group_joined_again_otherwise_keeps_one_entry() {
+        let joined = JoinedGroups::default();
+        let names = [(0, name("s")), (0, name("t")), (2, name("g"))];
+        let first = key(by_name("s"), by_name("t"), by_name("g"));
+        joined.keep(Joined {
+            as_joined: first.clone(),
+            names: names.clone(),
+        });
+        let second = key(
+            Identifier::Numeric(0),
+            Identifier::Numeric(0),
+            Identifier::Numeric(2),
+        );
+        joined.keep(Joined {
+            as_joined: second.clone(),
+            names,
+        });
+        assert_eq!(joined.lock().len(), 1);
+        assert_eq!(joined.as_joined(first), second);
+    }
+}

@@ -1,0 +1,127 @@
+//! A consumer group named by name in one call and by number in the next, as an SDK
+//! program may name it: the server resolves the group first, so both name one
+//! membership and one stored offset, and a group created again under an old name is a
+//! new group with no offset. Shared by the loopback run (`sdk_group_names.rs`) and the
+//! real-cluster suite.
+
+use bytes::Bytes;
+use iggy::prelude::*;
+
+/// What the program sees, on any client and any server that resolves groups.
+pub(crate) const EXPECTED: [&str; 10] = [
+    "poll by name: Ok([1])",
+    "poll by number: Ok([2])",
+    "offset by number: Ok(Some(1))",
+    "offset by name: Ok(Some(1))",
+    "leave by number: Ok(())",
+    "poll after the leave: Err(5006)",
+    "leave again by name: Err(5006)",
+    "created again, joined: Ok(())",
+    "created again, offset: Ok(None)",
+    "created again, poll: Ok([1])",
+];
+
+fn named(name: &str) -> Identifier {
+    Identifier::named(name).unwrap()
+}
+
+fn numeric(id: u32) -> Identifier {
+    Identifier::numeric(id).unwrap()
+}
+
+fn ids(polled: Result<PolledMessages, IggyError>) -> Result<Vec<u128>, u32> {
+    polled
+        .map(|polled| polled.messages.iter().map(|m| m.header.id).collect())
+        .map_err(|error| error.as_code())
+}
+
+async fn poll(
+    client: &dyn Client,
+    (s, t): (&Identifier, &Identifier),
+    group: &Identifier,
+) -> Result<Vec<u128>, u32> {
+    let consumer = Consumer::group(group.clone());
+    let strategy = PollingStrategy::next();
+    ids(client
+        .poll_messages(s, t, None, &consumer, &strategy, 1, true)
+        .await)
+}
+
+async fn offset(
+    client: &dyn Client,
+    (s, t): (&Identifier, &Identifier),
+    group: &Identifier,
+) -> Result<Option<u64>, u32> {
+    let consumer = Consumer::group(group.clone());
+    client
+        .get_consumer_offset(&consumer, s, t, Some(0))
+        .await
+        .map(|found| found.map(|info| info.stored_offset))
+        .map_err(|error| error.as_code())
+}
+
+/// Runs the program on `client` against `stream`'s one-partition topic `topic`, which holds
+/// nothing yet and has no groups. Returns one line per step, as in [`EXPECTED`].
+pub(crate) async fn group_names_program(
+    client: &dyn Client,
+    stream: &str,
+    topic: &str,
+) -> Vec<String> {
+    let (s, t) = (named(stream), named(topic));
+    let mut batch: Vec<IggyMessage> = (1..=4)
+        .map(|id| {
+            IggyMessage::builder()
+                .id(id)
+                .payload(Bytes::from_static(b"m"))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    client
+        .send_messages(&s, &t, &Partitioning::partition_id(0), &mut batch)
+        .await
+        .unwrap();
+    let group = client.create_consumer_group(&s, &t, "g").await.unwrap();
+    let (by_name, by_number) = (named("g"), numeric(group.id));
+    client.join_consumer_group(&s, &t, &by_name).await.unwrap();
+    let code = |result: Result<(), IggyError>| result.map_err(|error| error.as_code());
+    let mut lines = vec![
+        format!("poll by name: {:?}", poll(client, (&s, &t), &by_name).await),
+        format!(
+            "poll by number: {:?}",
+            poll(client, (&s, &t), &by_number).await
+        ),
+        format!(
+            "offset by number: {:?}",
+            offset(client, (&s, &t), &by_number).await
+        ),
+        format!(
+            "offset by name: {:?}",
+            offset(client, (&s, &t), &by_name).await
+        ),
+    ];
+    let left = client.leave_consumer_group(&s, &t, &by_number).await;
+    lines.push(format!("leave by number: {:?}", code(left)));
+    lines.push(format!(
+        "poll after the leave: {:?}",
+        poll(client, (&s, &t), &by_name).await
+    ));
+    let left = client.leave_consumer_group(&s, &t, &by_name).await;
+    lines.push(format!("leave again by name: {:?}", code(left)));
+    client
+        .delete_consumer_group(&s, &t, &by_number)
+        .await
+        .unwrap();
+    client.create_consumer_group(&s, &t, "g").await.unwrap();
+    let joined = client.join_consumer_group(&s, &t, &by_name).await;
+    lines.push(format!("created again, joined: {:?}", code(joined)));
+    lines.push(format!(
+        "created again, offset: {:?}",
+        offset(client, (&s, &t), &by_name).await
+    ));
+    lines.push(format!(
+        "created again, poll: {:?}",
+        poll(client, (&s, &t), &by_name).await
+    ));
+    lines
+}
