@@ -192,3 +192,61 @@ fn a_topic_a_follower_says_is_absent_is_read_again_before_a_send_fails() {
         "{decisions:?}"
     );
 }
+
+/// A send whose deadline comes before the settle window is over: the follower says the
+/// topic is absent, the read again is still unanswered at the deadline. The send was never
+/// written, so it ends with the absence the cluster reported, not `TimedOut` (which says
+/// that a write may have been stored). Likewise a partition beyond the count read.
+#[test]
+fn a_send_never_written_ends_at_its_deadline_with_the_answer_it_waited_to_doubt() {
+    use iggy_route_core::RequestError;
+    use iggy_route_core::routing::Decision;
+
+    let t0 = origin();
+    let mut short = config();
+    short.request_timeout = short.own_write_settle / 4;
+    for (partitioning, answer) in [
+        (Partitioning::Balanced, TopicAnswer::AbsentOnFollower),
+        (
+            Partitioning::PartitionId(7),
+            TopicAnswer::Found {
+                partitions_count: 3,
+            },
+        ),
+    ] {
+        let mut routing = Routing::new(short.clone(), 3, t0);
+        routing.handle_roster(t0, vec![NodeId(0), NodeId(1), NodeId(2)], Some(NodeId(0)));
+        let id = routing.admit(t0, send(partitioning.clone())).unwrap();
+        assert_eq!(drain(&mut routing), ["fetch topic"]);
+        routing.handle_topic(t0, &topic(), answer);
+        assert!(drain(&mut routing).is_empty(), "read again first");
+        let (now, outcome) = loop {
+            let now = routing.poll_timeout().unwrap();
+            assert!(now <= t0 + short.request_timeout, "bounded by the deadline");
+            routing.handle_timeout(now);
+            // The read again goes out and is never answered.
+            let mut completed = None;
+            while let Some(decision) = routing.poll_decision() {
+                if let Decision::Completed { request, outcome } = decision {
+                    assert_eq!(request, id);
+                    completed = Some(outcome);
+                }
+            }
+            if let Some(outcome) = completed {
+                break (now, outcome);
+            }
+        };
+        assert_eq!(now, t0 + short.request_timeout, "at its deadline");
+        match (partitioning, outcome) {
+            (Partitioning::Balanced, Err(RequestError::TopicNotFound { .. })) => {}
+            (
+                Partitioning::PartitionId(7),
+                Err(RequestError::PartitionOutOfRange {
+                    partition: 7,
+                    count: 3,
+                }),
+            ) => {}
+            (partitioning, outcome) => panic!("{partitioning:?}: {outcome:?}"),
+        }
+    }
+}

@@ -75,6 +75,8 @@ pub(crate) struct Pending {
     pub(crate) past_end_from: Option<NodeId>,
     /// Completed by its deadline while in flight: kept only to hold the lane.
     pub(crate) completed: bool,
+    /// The answer it ends with at its deadline while it waits to read its topic again.
+    pub(crate) doubted: Option<RequestError>,
 }
 
 /// Whether accepting a request checks the bounds, or it takes the room of the request it
@@ -252,6 +254,7 @@ impl Routing {
                 refused_by: None,
                 past_end_from: None,
                 completed: false,
+                doubted: None,
             },
         );
         trace!(request = %id, ?place, "submitted");
@@ -356,6 +359,7 @@ impl Routing {
                 refused_by: None,
                 past_end_from: None,
                 completed: false,
+                doubted: None,
             },
         );
         trace!(request = %id, continues = %after, "submitted first in its lane");

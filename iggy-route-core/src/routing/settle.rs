@@ -21,9 +21,26 @@ impl Routing {
         if pending.completed || pending.deadline > now {
             return;
         }
+        if let (Place::Topic(_), Some(error)) = (&pending.place, &pending.doubted) {
+            // Never written, and the cluster's last word was an answer that would have
+            // ended it but for the doubt: that answer, not "timed out" (which says that
+            // a write may have been stored).
+            let error = error.clone();
+            self.complete(now, id, Err(error));
+            return;
+        }
         let after = now.saturating_duration_since(pending.submitted_at);
         self.stats.timeouts += 1;
         self.complete(now, id, Err(RequestError::TimedOut { after }));
+    }
+
+    /// `id` waits for its topic to be read again after `error`, which would have ended it
+    /// but that the answering node may not know yet what it asked for. Should its deadline
+    /// come first, it ends with `error` (see [`Routing::expire`]).
+    pub(super) fn doubted(&mut self, id: RequestId, error: RequestError) {
+        if let Some(pending) = self.pending.get_mut(&id) {
+            pending.doubted = Some(error);
+        }
     }
 
     /// Completes a request exactly once. A request still in flight in its lane stays there

@@ -242,15 +242,16 @@ impl Routing {
                         None if on_follower => self.lag_wait(now, id),
                         None => None,
                     };
-                    if let Some(wait) = wait {
-                        still_waiting.push_back(id);
-                        next_read = Some(next_read.map_or(wait, |soonest| soonest.min(wait)));
-                        continue;
-                    }
                     let error = RequestError::TopicNotFound {
                         stream: topic.stream.clone(),
                         topic: topic.topic.clone(),
                     };
+                    if let Some(wait) = wait {
+                        self.doubted(id, error);
+                        still_waiting.push_back(id);
+                        next_read = Some(next_read.map_or(wait, |soonest| soonest.min(wait)));
+                        continue;
+                    }
                     self.complete(now, id, Err(error));
                 }
                 if let Some(wait) = next_read {
@@ -397,11 +398,12 @@ impl Routing {
                 self.fetch_topic(topic);
                 return;
             }
-            Some(_) if let Some(wait) = self.doubt_wait(now, self.deadline_of(id)) => {
+            Some(partition) if let Some(wait) = self.doubt_wait(now, self.deadline_of(id)) => {
                 // Shortly after our own metadata write the count read may predate it (a
                 // partition we added, under a name or at a moment `added_floor` did not
                 // catch): read again rather than fail.
                 debug!(%topic, count, ?wait, "partition beyond a count read soon after our write; reading again");
+                self.doubted(id, RequestError::PartitionOutOfRange { partition, count });
                 if let Some(state) = self.topics.get_mut(topic) {
                     state.info = None;
                     state.waiting.push_back(id);
@@ -410,11 +412,12 @@ impl Routing {
                     .insert((now + wait, TimerKey::Topic(topic.clone())));
                 return;
             }
-            Some(_) if let Some(wait) = self.lag_wait(now, id) => {
+            Some(partition) if let Some(wait) = self.lag_wait(now, id) => {
                 // Read for this request and still short of the partition: the node that
                 // answered may not have applied another client's `CREATE_PARTITIONS` yet.
                 // Read again, paced, for a while from the submit, before failing.
                 debug!(%topic, count, ?wait, "partition beyond a fresh count; reading again");
+                self.doubted(id, RequestError::PartitionOutOfRange { partition, count });
                 if let Some(state) = self.topics.get_mut(topic) {
                     state.info = None;
                     state.waiting.push_back(id);
