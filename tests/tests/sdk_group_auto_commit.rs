@@ -11,6 +11,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -135,6 +136,28 @@ fn assert_read_once(read: &[u128], who: &str) {
     assert_eq!(sorted, every_id(), "{who} read {read:?}");
 }
 
+/// A poll of up to two messages by `member`, in flight (node 1 answers late) while
+/// `change` is made to the group; the poll's outcome.
+async fn poll_while(
+    cluster: &TestCluster,
+    member: &Arc<dyn Client>,
+    change: impl Future<Output = Result<(), IggyError>>,
+) -> Result<Vec<u128>, IggyError> {
+    cluster.set_reply_delay(1, REPLY_DELAY);
+    let in_flight = tokio::spawn({
+        let member = Arc::clone(member);
+        async move { poll(&*member, 2).await }
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    change.await.unwrap();
+    let flown = tokio::time::timeout(Duration::from_secs(8), in_flight)
+        .await
+        .expect("the in-flight poll ends within its bounds")
+        .unwrap();
+    cluster.set_reply_delay(1, Duration::ZERO);
+    flown
+}
+
 /// A member's poll of its third partition is in flight (node 1 answers late) when a second
 /// member joins and takes that partition, then leaves again without polling: the partition
 /// is the first member's again. Returns what the first member read.
@@ -148,18 +171,7 @@ async fn partition_away_and_back(sdk: bool) -> Vec<u128> {
     for _ in 0..2 {
         read.extend(poll(&*a, 1).await.unwrap());
     }
-    cluster.set_reply_delay(1, REPLY_DELAY);
-    let in_flight = tokio::spawn({
-        let a = Arc::clone(&a);
-        async move { poll(&*a, 2).await }
-    });
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    b.join_consumer_group(&s, &t, &g).await.unwrap();
-    let flown = tokio::time::timeout(Duration::from_secs(8), in_flight)
-        .await
-        .expect("the in-flight poll ends within its bounds")
-        .unwrap();
-    cluster.set_reply_delay(1, Duration::ZERO);
+    let flown = poll_while(&cluster, &a, b.join_consumer_group(&s, &t, &g)).await;
     b.leave_consumer_group(&s, &t, &g).await.unwrap();
     read.extend(flown.unwrap_or_default());
     read_the_rest(&*a, &mut read).await;
@@ -183,18 +195,7 @@ async fn leave_while_in_flight(sdk: bool) -> (Vec<u128>, u32) {
     a.create_consumer_group(&s, &t, "g").await.unwrap();
     a.join_consumer_group(&s, &t, &g).await.unwrap();
     let mut read = poll(&*a, 1).await.unwrap();
-    cluster.set_reply_delay(1, REPLY_DELAY);
-    let in_flight = tokio::spawn({
-        let a = Arc::clone(&a);
-        async move { poll(&*a, 2).await }
-    });
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    a.leave_consumer_group(&s, &t, &g).await.unwrap();
-    let flown = tokio::time::timeout(Duration::from_secs(8), in_flight)
-        .await
-        .expect("the in-flight poll ends within its bounds")
-        .unwrap();
-    cluster.set_reply_delay(1, Duration::ZERO);
+    let flown = poll_while(&cluster, &a, a.leave_consumer_group(&s, &t, &g)).await;
     let code = flown.as_ref().map_or_else(IggyError::as_code, |_| 0);
     read.extend(flown.unwrap_or_default());
     a.join_consumer_group(&s, &t, &g).await.unwrap();
