@@ -8,6 +8,8 @@ use iggy_common::{
     ConsumerGroup, ConsumerGroupClient, ConsumerGroupDetails, Identifier, IggyError,
 };
 
+use iggy_route_core::client::ClientError;
+
 use super::IntoIggyError;
 use super::convert_admin::{sdk_consumer_group_details, sdk_consumer_groups};
 use super::convert_messages::route_identifier;
@@ -26,6 +28,34 @@ fn group_key(
         route_identifier(topic_id)?,
         route_identifier(group_id)?,
     ))
+}
+
+impl Client {
+    /// The group the identifiers name, as this client's join of it named it.
+    fn joined_key(
+        &self,
+        stream_id: &Identifier,
+        topic_id: &Identifier,
+        group_id: &Identifier,
+    ) -> Result<GroupKey, IggyError> {
+        let key = group_key(stream_id, topic_id, group_id)?;
+        Ok(self.sdk_state().joined_groups.as_joined(key))
+    }
+
+    /// A leave or a delete of `key`'s group ended with `outcome`: the assignment kept for
+    /// it is read again, and one that succeeded ends what is known of the membership.
+    fn membership_ended(
+        &self,
+        key: &GroupKey,
+        outcome: Result<(), ClientError>,
+    ) -> Result<(), IggyError> {
+        let state = self.sdk_state();
+        state.groups.forget(key);
+        if outcome.is_ok() {
+            state.joined_groups.forget(key);
+        }
+        outcome.map_err(IntoIggyError::into_iggy_error)
+    }
 }
 
 #[async_trait]
@@ -78,17 +108,10 @@ impl ConsumerGroupClient for Client {
         group_id: &Identifier,
     ) -> Result<(), IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let state = self.sdk_state();
-        let key = state
-            .joined_groups
-            .as_joined(group_key(stream_id, topic_id, group_id)?);
+        let key = self.joined_key(stream_id, topic_id, group_id)?;
         let (stream, topic, group) = key.clone();
         let deleted = Client::delete_consumer_group(self, stream, topic, group).await;
-        state.groups.forget(&key);
-        if deleted.is_ok() {
-            state.joined_groups.forget(&key);
-        }
-        deleted.map_err(IntoIggyError::into_iggy_error)
+        self.membership_ended(&key, deleted)
     }
 
     /// The native `join_consumer_group`: the membership lives on its own link to the
@@ -131,16 +154,9 @@ impl ConsumerGroupClient for Client {
         group_id: &Identifier,
     ) -> Result<(), IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let state = self.sdk_state();
-        let key = state
-            .joined_groups
-            .as_joined(group_key(stream_id, topic_id, group_id)?);
+        let key = self.joined_key(stream_id, topic_id, group_id)?;
         let (stream, topic, group) = key.clone();
         let left = Client::leave_consumer_group(self, stream, topic, group).await;
-        state.groups.forget(&key);
-        if left.is_ok() {
-            state.joined_groups.forget(&key);
-        }
-        left.map_err(IntoIggyError::into_iggy_error)
+        self.membership_ended(&key, left)
     }
 }
