@@ -10,6 +10,7 @@
 #[path = "group_names/program.rs"]
 mod program;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use iggy::prelude::*;
@@ -43,4 +44,97 @@ async fn a_group_named_by_name_or_number_is_one_group_on_the_sdk() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_named_by_name_or_number_is_one_group_on_iggy_route() {
     assert_eq!(on_the_model(false).await, EXPECTED);
+}
+
+fn named(name: &str) -> Identifier {
+    Identifier::named(name).unwrap()
+}
+
+fn numeric(id: u32) -> Identifier {
+    Identifier::numeric(id).unwrap()
+}
+
+async fn route_client(cluster: &TestCluster) -> Arc<dyn Client> {
+    let mut config = Config::from_connection_string(&cluster.connection_string()).unwrap();
+    config.request_timeout = Duration::from_secs(5);
+    Arc::new(iggy_route_tokio::Client::connect(config).await.unwrap())
+}
+
+async fn members(client: &dyn Client, stream: &str, topic: &str) -> u32 {
+    client
+        .get_consumer_group(&named(stream), &named(topic), &named("g"))
+        .await
+        .unwrap()
+        .map_or(0, |group| group.members_count)
+}
+
+/// Joins of one group by four sets of identifiers at once are one membership, as the
+/// SDK's one connection is one member: joined by its ids, whatever names it. One leave
+/// by numbers ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_at_once_by_different_identifiers_are_one_membership() {
+    let cluster = TestCluster::start(3).await;
+    let (stream, topic) = cluster.create_stream_and_topic("shop", "orders", 2);
+    let client = route_client(&cluster).await;
+    let group = client
+        .create_consumer_group(&named("shop"), &named("orders"), "g")
+        .await
+        .unwrap()
+        .id;
+    let forms = [
+        (named("shop"), named("orders"), named("g")),
+        (numeric(stream), numeric(topic), numeric(group)),
+        (named("shop"), numeric(topic), numeric(group)),
+        (numeric(stream), named("orders"), named("g")),
+    ];
+    let joins = forms.into_iter().map(|(s, t, g)| {
+        let client = Arc::clone(&client);
+        tokio::spawn(async move { client.join_consumer_group(&s, &t, &g).await })
+    });
+    for join in joins.collect::<Vec<_>>() {
+        join.await.unwrap().unwrap();
+    }
+    assert_eq!(members(&*client, "shop", "orders").await, 1);
+    client
+        .leave_consumer_group(&numeric(stream), &numeric(topic), &numeric(group))
+        .await
+        .unwrap();
+    assert_eq!(members(&*client, "shop", "orders").await, 0);
+    let _ = client.shutdown().await;
+}
+
+/// A stream and a topic this client renames after its join: the group named by the new
+/// names is the one it joined, as with the SDK.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_is_found_by_the_new_names_of_a_stream_and_topic_this_client_renamed() {
+    let cluster = TestCluster::start(3).await;
+    cluster.create_stream_and_topic("shop", "orders", 1);
+    let client = route_client(&cluster).await;
+    let (s, t, g) = (named("shop"), named("orders"), named("g"));
+    client.create_consumer_group(&s, &t, "g").await.unwrap();
+    client.join_consumer_group(&s, &t, &g).await.unwrap();
+    client
+        .update_stream(&s, "store", &StreamUpdateOptions::default())
+        .await
+        .unwrap();
+    client
+        .update_topic(&named("store"), &t, "sales", &TopicUpdateOptions::default())
+        .await
+        .unwrap();
+    let (s, t) = (named("store"), named("sales"));
+    let polled = client
+        .poll_messages(
+            &s,
+            &t,
+            None,
+            &Consumer::group(g.clone()),
+            &PollingStrategy::next(),
+            1,
+            true,
+        )
+        .await;
+    assert!(polled.is_ok(), "a member's poll: {polled:?}");
+    client.leave_consumer_group(&s, &t, &g).await.unwrap();
+    assert_eq!(members(&*client, "store", "sales").await, 0);
+    let _ = client.shutdown().await;
 }

@@ -4,11 +4,12 @@
 //! identifiers its join named (it does not resolve names), so here a group request that
 //! names a joined group otherwise is written with the join's identifiers.
 //!
-//! After a join, the stream, the topic and the group are read once for their ids and
-//! names. A membership whose ids cannot be read is matched only as it was named. The
-//! entry ends with a leave or a delete through this client; one that outlived its group
-//! (deleted by another client) names an id that is gone, so a join it would redirect is
-//! sent again as the caller named it.
+//! Before a first join, the stream, the topic and the group are read once for their ids
+//! and names, and the group is joined by its ids (which no rename changes); a group whose
+//! ids cannot be read is joined, and matched, only as it was named. The entry ends with a
+//! leave or a delete through this client; one that outlived its group (deleted by another
+//! client) names an id that is gone, so a join it would redirect is resolved and sent
+//! again. A rename through this client reads the names again.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -28,12 +29,17 @@ pub(super) struct JoinedGroups {
 /// One group joined: the identifiers its join used, and the stream's, topic's and
 /// group's ids and names.
 #[derive(Debug, Clone)]
-struct Joined {
+pub(super) struct Joined {
     as_joined: GroupKey,
     names: [(u32, Name); 3],
 }
 
 impl Joined {
+    /// The identifiers its join uses.
+    pub(super) fn key(&self) -> &GroupKey {
+        &self.as_joined
+    }
+
     /// Whether `key` names this group: each of its identifiers by id or by name.
     fn named_by(&self, key: &GroupKey) -> bool {
         let (stream, topic, group) = key;
@@ -62,10 +68,18 @@ impl JoinedGroups {
             .map_or(key, |joined| joined.as_joined.clone())
     }
 
-    fn keep(&self, joined: Joined) {
+    /// Keeps a group joined.
+    pub(super) fn keep(&self, joined: Joined) {
         let mut list = self.lock();
         list.retain(|old| old.as_joined != joined.as_joined && old.names != joined.names);
         list.push(joined);
+    }
+
+    fn keys(&self) -> Vec<GroupKey> {
+        self.lock()
+            .iter()
+            .map(|joined| joined.as_joined.clone())
+            .collect()
     }
 
     /// The membership joined as `as_joined` is over (a leave, a delete).
@@ -110,32 +124,44 @@ impl Client {
         (stream, topic, consumer)
     }
 
-    /// Reads the ids and names of a group just joined as `as_joined`, for the requests that
-    /// name it otherwise. Nothing is kept when a read fails or finds nothing: the group is
-    /// then matched only as it was named.
-    pub(super) async fn learn_group_names(&self, as_joined: GroupKey) {
-        let (stream, topic, group) = as_joined.clone();
-        let Ok(Some(stream_details)) = Client::get_stream(self, stream.clone()).await else {
-            return;
-        };
-        let Some(topic_summary) = stream_details.topics.iter().find(|summary| match &topic {
+    /// This client renamed a stream or a topic: the names of the groups it joined are
+    /// read again, by their ids, so that requests naming a group by its new names find it
+    /// and its old names no longer do. (A rename by another client is not seen: requests
+    /// then name such a group by its ids or its old names.)
+    pub(super) async fn renamed_for_groups(&self) {
+        let joined = &self.sdk_state().joined_groups;
+        for key in joined.keys() {
+            if let Some(group) = self.resolve_group(&key).await {
+                joined.keep(group);
+            }
+        }
+    }
+
+    /// The ids and names of the group `as_named` names, read before it is joined: it is
+    /// joined by its ids, which no rename changes, and requests naming it by any of these
+    /// names or ids are written with them. `None` when a read fails or finds nothing (the
+    /// group is then joined as named, and matched only so).
+    pub(super) async fn resolve_group(&self, as_named: &GroupKey) -> Option<Joined> {
+        let (stream, topic, group) = as_named.clone();
+        let stream_details = Client::get_stream(self, stream.clone()).await.ok()??;
+        let topic_summary = stream_details.topics.iter().find(|summary| match &topic {
             Identifier::Numeric(id) => summary.id == *id,
             Identifier::Named(name) => summary.name == *name,
-        }) else {
-            return;
-        };
-        let Ok(Some(group_details)) = Client::get_consumer_group(self, stream, topic, group).await
-        else {
-            return;
-        };
+        })?;
+        let group_details = Client::get_consumer_group(self, stream, topic, group)
+            .await
+            .ok()??;
+        let as_joined = (
+            Identifier::Numeric(stream_details.id),
+            Identifier::Numeric(topic_summary.id),
+            Identifier::Numeric(group_details.info.id),
+        );
         let names = [
             (stream_details.id, stream_details.name.clone()),
             (topic_summary.id, topic_summary.name.clone()),
             (group_details.info.id, group_details.info.name),
         ];
-        self.sdk_state()
-            .joined_groups
-            .keep(Joined { as_joined, names });
+        Some(Joined { as_joined, names })
     }
 }
 

@@ -126,23 +126,32 @@ impl ConsumerGroupClient for Client {
         let state = self.sdk_state();
         let as_named = group_key(stream_id, topic_id, group_id)?;
         let mut key = state.joined_groups.as_joined(as_named.clone());
+        let mut fresh = None;
+        if key == as_named {
+            fresh = self.resolve_group(&as_named).await;
+            key = fresh.as_ref().map_or(key, |group| group.key().clone());
+        }
         let (stream, topic, group) = key.clone();
         let mut joined = Client::join_consumer_group(self, stream, topic, group).await;
         if let Err(error) = &joined
+            && fresh.is_none()
             && key != as_named
             && names_nothing(error)
         {
-            // The group joined before is gone (another client deleted it): this one is
-            // joined as the caller named it.
+            // The group joined before is gone (another client deleted it): the one the
+            // caller names now is resolved and joined.
             state.joined_groups.forget(&key);
             state.groups.forget(&key);
-            key = as_named;
+            fresh = self.resolve_group(&as_named).await;
+            key = fresh.as_ref().map_or(as_named, |group| group.key().clone());
             let (stream, topic, group) = key.clone();
             joined = Client::join_consumer_group(self, stream, topic, group).await;
         }
         state.groups.forget(&key);
-        if joined.is_ok() {
-            self.learn_group_names(key).await;
+        if joined.is_ok()
+            && let Some(group) = fresh
+        {
+            state.joined_groups.keep(group);
         }
         joined.map_err(IntoIggyError::into_iggy_error)
     }

@@ -84,6 +84,9 @@ impl StreamClient for Client {
                 .await
         };
         self.sdk_state().topic_ids.clear();
+        if renamed.is_ok() {
+            self.renamed_for_groups().await;
+        }
         renamed.map_err(IntoIggyError::into_iggy_error)
     }
 
@@ -168,6 +171,9 @@ impl TopicClient for Client {
             }
         };
         self.sdk_state().topic_ids.clear();
+        if updated.is_ok() {
+            self.renamed_for_groups().await;
+        }
         updated.map_err(IntoIggyError::into_iggy_error)
     }
 

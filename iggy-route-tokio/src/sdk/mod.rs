@@ -143,11 +143,14 @@
 //! - A group joined through one set of identifiers (by name, say) and then polled, read,
 //!   committed or left through another (by number) is one membership on both, as the
 //!   server resolves the group first. The router keeps a membership under the identifiers
-//!   its join used, so after a join iggy-route reads the stream, the topic and the group
-//!   once (two metadata reads) and writes later requests that name the group otherwise
-//!   with the join's identifiers. The SDK keeps one poll rotation per group identifier as
-//!   written; iggy-route keeps the joined group's one, so after a switch of names the two
-//!   may poll the member's partitions in another order.
+//!   its join used, so before a first join iggy-route reads the stream, the topic and the
+//!   group (two metadata reads), joins by their ids, and writes later requests that name
+//!   the group by any of those names or ids with the ids. A rename through this client
+//!   reads the names again; after a rename by another client, the group is found by its
+//!   ids and its old names (the SDK: by its ids and its new names), and polls by the new
+//!   names are `ConsumerGroupMemberNotFound`. The SDK keeps one poll rotation per group
+//!   identifier as written; iggy-route keeps the joined group's one, so after a switch of
+//!   names the two may poll the member's partitions in another order.
 //! - Offsets on a cluster: iggy-route stores a consumer's or group's offset (an offset
 //!   write, an auto-commit poll) on the partition's primary, on any server. The SDK 0.11.0
 //!   sends both through the routing commands once it sees more than one node, and a
