@@ -327,12 +327,17 @@ pub struct SendReceipt {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RequestError {
-    /// The request's deadline passed. If a send was in flight at that moment it may or may
-    /// not have been admitted.
-    #[error("timed out after {after:?}")]
+    /// The request's deadline passed. Whether it may have taken effect is `in_doubt`.
+    #[error("timed out after {after:?}{}", if *in_doubt { " (it may have taken effect)" } else { " (never admitted)" })]
     TimedOut {
         /// How long the request lived.
         after: Duration,
+        /// `true`: a write (a send, an offset, a metadata change, a poll that commits) was
+        /// in flight at its deadline, or an earlier attempt of it was lost in flight, so it
+        /// may or may not have taken effect. `false`: no attempt of it can have taken
+        /// effect (it never left the client, every node it reached refused it, or it only
+        /// reads), and sending it again cannot duplicate it.
+        in_doubt: bool,
     },
     /// The link closed (or fell silent) while the request was in flight: it may or may not
     /// have been admitted, and it was not written again.
@@ -418,6 +423,30 @@ pub enum RequestError {
     /// `Router::submit_waiting`): it was never accepted, and nothing of it was sent.
     #[error("router closed while the request waited for room")]
     Closed,
+}
+
+impl RequestError {
+    /// Whether the request may have taken effect on the server although it failed, so
+    /// that sending it again may duplicate it: `OutcomeUnknown`, `TimedOut` in doubt, and
+    /// `Malformed` (a node answered, in bytes that do not say how). Every other error says
+    /// that it did not take effect.
+    pub fn in_doubt(&self) -> bool {
+        match self {
+            Self::OutcomeUnknown { .. } | Self::Malformed(_) => true,
+            Self::TimedOut { in_doubt, .. } => *in_doubt,
+            Self::Server { .. }
+            | Self::TopicNotFound { .. }
+            | Self::PartitionOutOfRange { .. }
+            | Self::NoRoute { .. }
+            | Self::SignIn { .. }
+            | Self::QueueFull { .. }
+            | Self::Evicted { .. }
+            | Self::ConnectionLost { .. }
+            | Self::Withdrawn
+            | Self::Shutdown
+            | Self::Closed => false,
+        }
+    }
 }
 
 /// Why `submit` refused a request before anything was sent.

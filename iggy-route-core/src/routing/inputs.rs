@@ -94,6 +94,11 @@ impl Routing {
             }
             Attempt::NotYet(wait) => self.retry_after(now, frame, &place, wait),
             Attempt::Unknown => {
+                for id in frame {
+                    if let Some(pending) = self.pending.get_mut(id) {
+                        pending.lost_in_flight = true;
+                    }
+                }
                 let retry = match &self.pending[&frame[0]].facts.kind {
                     RequestKind::Send => self.delivery() == DeliveryGuarantee::AtLeastOnce,
                     // Storing the same offset twice leaves the same state.

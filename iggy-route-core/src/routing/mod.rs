@@ -77,6 +77,8 @@ pub(crate) struct Pending {
     pub(crate) completed: bool,
     /// The answer it ends with at its deadline while it waits to read its topic again.
     pub(crate) doubted: Option<RequestError>,
+    /// An attempt of it was lost in flight: it may have taken effect, whatever follows.
+    pub(crate) lost_in_flight: bool,
 }
 
 /// Whether accepting a request checks the bounds, or it takes the room of the request it
@@ -255,6 +257,7 @@ impl Routing {
                 past_end_from: None,
                 completed: false,
                 doubted: None,
+                lost_in_flight: false,
             },
         );
         trace!(request = %id, ?place, "submitted");
@@ -360,6 +363,7 @@ impl Routing {
                 past_end_from: None,
                 completed: false,
                 doubted: None,
+                lost_in_flight: false,
             },
         );
         trace!(request = %id, continues = %after, "submitted first in its lane");

@@ -30,8 +30,25 @@ impl Routing {
             return;
         }
         let after = now.saturating_duration_since(pending.submitted_at);
+        let in_doubt = self.may_have_taken_effect(id);
         self.stats.timeouts += 1;
-        self.complete(now, id, Err(RequestError::TimedOut { after }));
+        self.complete(now, id, Err(RequestError::TimedOut { after, in_doubt }));
+    }
+
+    /// Whether a request that ends now may have taken effect: a write in flight (or
+    /// released to the coordinator, which may have written it), or one an earlier attempt
+    /// of which was lost in flight. One waiting for its topic or in its lane's queue was
+    /// refused, or never written, on every attempt.
+    fn may_have_taken_effect(&self, id: RequestId) -> bool {
+        let Some(pending) = self.pending.get(&id) else {
+            return false;
+        };
+        let on_the_wire = match &pending.place {
+            Place::Topic(_) => false,
+            Place::Lane(key) => self.lanes.get(key).is_some_and(|lane| lane.in_flight(id)),
+            Place::Coordinator => true,
+        };
+        pending.facts.kind.is_write() && (on_the_wire || pending.lost_in_flight)
     }
 
     /// `id` waits for its topic to be read again after `error`, which would have ended it

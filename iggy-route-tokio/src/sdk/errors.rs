@@ -65,9 +65,14 @@ impl IntoIggyError for RequestError {
             // May or may not have been stored: 57 is the protocol's code for a request
             // whose commit is not confirmed, which the SDK also returns when its replays
             // of one run out. Never a plain failure: see the table.
-            RequestError::OutcomeUnknown { .. } | RequestError::TimedOut { .. } => {
+            RequestError::OutcomeUnknown { .. } | RequestError::TimedOut { in_doubt: true, .. } => {
                 IggyError::TransientNotCommitted
             }
+            // Its deadline passed before any node admitted it (or it only read): nothing
+            // was stored, and it may be sent again, as after `NoRoute`.
+            RequestError::TimedOut {
+                in_doubt: false, ..
+            } => IggyError::TransientNotAccepted,
             RequestError::TopicNotFound { stream, topic } => {
                 IggyError::TopicIdNotFound(sdk_identifier(&topic), sdk_identifier(&stream))
             }
@@ -190,8 +195,14 @@ mod tests {
         assert_eq!(code(unknown), 57);
         let timed_out = RequestError::TimedOut {
             after: Duration::from_secs(1),
+            in_doubt: true,
         };
         assert_eq!(code(timed_out), 57);
+        let never_admitted = RequestError::TimedOut {
+            after: Duration::from_secs(1),
+            in_doubt: false,
+        };
+        assert_eq!(code(never_admitted), 58);
         let lost = RequestError::ConnectionLost { node: None };
         assert_eq!(code(lost), IggyError::Disconnected.as_code());
     }

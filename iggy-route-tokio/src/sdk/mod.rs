@@ -71,11 +71,11 @@
 //! | iggy-route (`ClientError` / `RequestError` / `SubmitError`) | `IggyError` (code) | meaning |
 //! |---|---|---|
 //! | `Request(Server { code })`, `Request(SignIn { code })`, `Request(Evicted { code, .. })` | `IggyError::from_code(code)` (the server's code) | what the SDK reads from the same reply |
-//! | `Request(OutcomeUnknown)`, `Request(TimedOut)` | **`TransientNotCommitted` (57)** | **the request may or may not have been stored** (a link lost or a deadline passed with it in flight). Not a plain failure, whatever the error's text says: 57 is the protocol's code for a write whose commit is not confirmed, and what the SDK returns when its own replays of one run out. Send again only where a duplicate is acceptable. |
+//! | `Request(OutcomeUnknown)`, `Request(TimedOut { in_doubt: true })` | **`TransientNotCommitted` (57)** | **the request may or may not have been stored** (a link lost, or a deadline passed with a write in flight or after one was lost in flight). Not a plain failure, whatever the error's text says: 57 is the protocol's code for a write whose commit is not confirmed, and what the SDK returns when its own replays of one run out. Send again only where a duplicate is acceptable. |
 //! | `Request(ConnectionLost)` | `Disconnected` (8) | a read lost with its link twice; nothing was stored |
 //! | `Request(TopicNotFound)` | `TopicIdNotFound` (2010); from `send_messages` to a named partition, `ResourceNotFound` (20), the server's answer to such a send (a balanced or keyed send keeps 2010, as the SDK reads the topic first for those) | no such stream or topic |
 //! | `Request(PartitionOutOfRange)` | `PartitionNotFound` (3007); from `send_messages`, `ResourceNotFound` (20), as above, except a balanced or keyed send to a topic with no partition: `TopicIdNotFound` (2010), as the SDK reports it | |
-//! | `Request(NoRoute)` | `TransientNotAccepted` (58) | no node admitted it; nothing stored, may be sent again |
+//! | `Request(NoRoute)`, `Request(TimedOut { in_doubt: false })` | `TransientNotAccepted` (58) | no node admitted it (none could be found, or its deadline passed before one did, or it only read); nothing stored, may be sent again |
 //! | `Request(Malformed)`, `UnexpectedReply` | `InvalidFormat` (4) | a reply that does not decode |
 //! | `QueueFull`, `Request(QueueFull)`, `Submit(QueueFull)` | `BackgroundSendBufferFull` (4053) | too many requests waiting; nothing sent |
 //! | `Closed`, `Request(Shutdown)`, `Request(Closed)`, `Submit(Closed)` | `ClientShutdown` (63) | |

@@ -6,7 +6,7 @@
 //!   receipt named, in its receipt's partition;
 //! - a source's acknowledged calls to one partition are stored in the order it made them;
 //! - every keyed call of one key went to one partition;
-//! - an `OutcomeUnknown` or `TimedOut` call (which may be stored: `RequestError`'s
+//! - an `OutcomeUnknown` call or a `TimedOut` one in doubt (which may be stored: `RequestError`'s
 //!   documentation), or one cut short by the run's own shutdown of its clients (only when
 //!   the server did not recover), is stored whole or not at all, and is counted either way;
 //! - nothing of a call reported failed otherwise is stored;

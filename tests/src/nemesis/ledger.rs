@@ -45,8 +45,8 @@ pub enum Ended {
     },
     /// `OutcomeUnknown`: the link went with the call in flight; it may be stored.
     Unknown(String),
-    /// `TimedOut`: if it was in flight when its deadline passed, it may be stored
-    /// (`RequestError::TimedOut`'s documentation).
+    /// `TimedOut` in doubt: it may be stored (`RequestError::TimedOut`'s documentation).
+    /// One not in doubt is `Failed`: nothing of it may be stored.
     TimedOut(String),
     /// Ended by the run's own shutdown of its client (`RequestError::Shutdown`, `Closed`)
     /// once it gave up waiting for the load, which it does only when the server did not
@@ -79,7 +79,7 @@ impl Ended {
             ClientError::Request(RequestError::OutcomeUnknown { .. }) => {
                 Ended::Unknown(error.to_string())
             }
-            ClientError::Request(RequestError::TimedOut { .. }) => {
+            ClientError::Request(RequestError::TimedOut { in_doubt: true, .. }) => {
                 Ended::TimedOut(error.to_string())
             }
             ClientError::Request(RequestError::Shutdown) | ClientError::Closed => {

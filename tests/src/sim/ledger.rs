@@ -5,8 +5,9 @@
 //!   router opted into `AtLeastOnce`), in the partition it was meant for, at the offset
 //!   the receipt names;
 //! - with `AtMostOnce` no message is ever in a log twice, so a send that ended
-//!   `OutcomeUnknown` or `TimedOut` is there at most once, and a send that failed with a
-//!   definite error (or was never accepted) is not there at all;
+//!   in doubt (`OutcomeUnknown`, `TimedOut` in doubt) is there at most once, and a send that
+//!   failed otherwise (a `TimedOut` not in doubt among them, or never accepted) is not there
+//!   at all;
 //! - one router's messages to one partition appear in the order they were submitted;
 //! - a keyed batch lands in the partition its key resolves to under a partition count
 //!   the topic has had (the count changes once per run), and in only that one.
@@ -15,7 +16,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use iggy_route_core::partitioning::resolve_partition;
-use iggy_route_core::{DeliveryGuarantee, Outcome, Reply, RequestError, RequestId};
+use iggy_route_core::{DeliveryGuarantee, Outcome, Reply, RequestId};
 
 use crate::cluster::StoredMessage;
 
@@ -26,7 +27,8 @@ use super::workload::{MessageTag, PlannedSend};
 pub enum Ending {
     /// `Ok(Reply::Sent)`.
     Acked,
-    /// `OutcomeUnknown` or `TimedOut`: it may or may not be in the log.
+    /// `OutcomeUnknown` or `TimedOut` in doubt (`RequestError::in_doubt`): it may or may
+    /// not be in the log.
     Unknown,
     /// Any other error, or refused by `submit`: it must not be in the log.
     Failed,
@@ -81,7 +83,7 @@ pub struct Tally {
     pub rejected: u64,
     /// Acknowledged sends.
     pub acked: u64,
-    /// Sends that ended `OutcomeUnknown` or `TimedOut`.
+    /// Sends that ended in doubt (`OutcomeUnknown`, `TimedOut` in doubt).
     pub unknown: u64,
     /// Sends that ended with any other error.
     pub failed: u64,
@@ -184,7 +186,7 @@ impl Ledger {
                 Ending::Acked
             }
             Ok(other) => return Err(format!("router {router}: a send completed with {other:?}")),
-            Err(RequestError::OutcomeUnknown { .. } | RequestError::TimedOut { .. }) => {
+            Err(error) if error.in_doubt() => {
                 self.tally.unknown += 1;
                 Ending::Unknown
             }
@@ -354,6 +356,7 @@ mod tests {
     use std::time::Duration;
 
     use bytes::Bytes;
+    use iggy_route_core::RequestError;
     use iggy_route_core::partitioning::Partitioning;
     use iggy_route_core::wire::Identifier;
     use iggy_route_core::{NodeId, Request, SendReceipt, SendRequest};

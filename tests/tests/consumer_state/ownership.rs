@@ -231,6 +231,7 @@ fn a_partition_whose_offset_cannot_be_stored_does_not_hold_up_the_others() {
     assert_eq!(settled(&mut state, now), Asks::Commit(0, 9));
     let timed_out = Err(ClientError::Request(RequestError::TimedOut {
         after: Duration::from_secs(3),
+        in_doubt: true,
     }));
     assert!(state.answer(now, timed_out.clone()).is_err());
     // After the error's pause the other partition goes on.

@@ -158,6 +158,75 @@ async fn a_send_to_a_topic_with_no_partition_gets_the_sdks_code() {
     assert_eq!(route, sdk, "iggy-route (left) vs the SDK (right)");
 }
 
+/// Sends that no node can admit (a missing stream or topic, a partition past the count)
+/// under deadlines too short to read the topic, or while the node holding the session
+/// answers after their deadline: nothing of them is stored, so none may end 57 ("it may
+/// have been stored"). Each ends by its deadline, with the absence when the cluster said
+/// so in time and with 58 ("not accepted: send again") when it did not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_never_written_is_never_reported_as_maybe_stored() {
+    let cluster = TestCluster::start(3).await;
+    let (s, t) = cluster.create_stream_and_topic("orders", "events", 2);
+    let mut wrong = Vec::new();
+    for (timeout_ms, session_late) in [(20, false), (60, false), (150, true), (600, true)] {
+        let timeout = Duration::from_millis(timeout_ms);
+        let client = route_with_timeout(&cluster, timeout).await;
+        if session_late {
+            // `route_with_timeout` puts the session on node 2.
+            cluster.set_reply_delay(2, timeout * 2);
+        }
+        for (label, stream, topic, partitioning, absent) in [
+            (
+                "missing topic, balanced",
+                "orders",
+                "nope",
+                Partitioning::balanced(),
+                2010,
+            ),
+            (
+                "missing stream, keyed",
+                "nope",
+                "events",
+                Partitioning::messages_key_u64(7),
+                2010,
+            ),
+            (
+                "missing topic, partition 0",
+                "orders",
+                "nope",
+                Partitioning::partition_id(0),
+                20,
+            ),
+            (
+                "partition 2 of 2",
+                "orders",
+                "events",
+                Partitioning::partition_id(2),
+                20,
+            ),
+        ] {
+            let started = Instant::now();
+            let mut one = vec![message(1, b"x", None)];
+            let sent = client
+                .send_messages(&named(stream), &named(topic), &partitioning, &mut one)
+                .await;
+            let (outcome, took) = (code(&sent), started.elapsed());
+            let line =
+                format!("{timeout:?}, late {session_late}, {label}: {outcome:?} in {took:?}");
+            if !(outcome == Some(absent) || outcome == Some(58))
+                || took > timeout + Duration::from_secs(2)
+            {
+                wrong.push(line);
+            }
+        }
+        cluster.set_reply_delay(2, Duration::ZERO);
+        client.shutdown().await.unwrap();
+    }
+    let stored: usize = (0..2).map(|p| stored_ids(&cluster, s, t, p).len()).sum();
+    assert_eq!(stored, 0, "nothing could be stored");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 pub(crate) fn offset_past_the_end(
     c: &dyn Client,
 ) -> Pin<Box<dyn Future<Output = Vec<String>> + Send + '_>> {

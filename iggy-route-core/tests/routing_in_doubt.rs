@@ -1,0 +1,179 @@
+//! A request that ends at its deadline says whether it may have taken effect
+//! (`RequestError::TimedOut::in_doubt`): a caller may send again one that did not, with no
+//! risk of a duplicate, and must not be told "it did not" of one that may have.
+#![allow(clippy::unwrap_used, clippy::wildcard_enum_match_arm)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use iggy_route_core::partitioning::Partitioning;
+use iggy_route_core::routing::{Attempt, Decision, Routing, Target};
+use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, PollingStrategy};
+use iggy_route_core::{DeliveryGuarantee, NodeId, PollRequest, Request, RequestError, RequestId};
+use support::*;
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs the routing layer's timers up to `deadline` (nothing answers what they ask) and
+/// returns how `id` ended there.
+fn ended_at_deadline(routing: &mut Routing, id: RequestId, deadline: Instant) -> RequestError {
+    loop {
+        let now = routing.poll_timeout().expect("a deadline is pending");
+        assert!(now <= deadline, "bounded by the request's deadline");
+        routing.handle_timeout(now);
+        while let Some(decision) = routing.poll_decision() {
+            if let Decision::Completed { request, outcome } = decision
+                && request == id
+            {
+                assert_eq!(now, deadline, "at its deadline");
+                return outcome.unwrap_err();
+            }
+        }
+    }
+}
+
+fn in_doubt(error: &RequestError) -> bool {
+    match error {
+        RequestError::TimedOut { in_doubt, .. } => {
+            assert_eq!(
+                *in_doubt,
+                error.in_doubt(),
+                "the field and the method agree"
+            );
+            *in_doubt
+        }
+        other => panic!("expected TimedOut, got {other:?}"),
+    }
+}
+
+fn poll(auto_commit: bool) -> Request {
+    Request::Poll(PollRequest {
+        consumer: Consumer {
+            kind: ConsumerKind::Consumer,
+            id: Identifier::Numeric(1),
+        },
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partition_id: Some(0),
+        strategy: PollingStrategy::Offset(0),
+        count: 10,
+        auto_commit,
+    })
+}
+
+#[test]
+fn a_send_whose_topic_was_never_read_ends_not_in_doubt() {
+    let t0 = origin();
+    let mut routing = Routing::new(config(), 7, t0);
+    let id = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), ["fetch topic"]);
+    let error = ended_at_deadline(&mut routing, id, t0 + TIMEOUT);
+    assert!(!in_doubt(&error), "{error}");
+}
+
+#[test]
+fn a_send_in_flight_at_its_deadline_ends_in_doubt() {
+    let t0 = origin();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+    let error = ended_at_deadline(&mut routing, id, t0 + TIMEOUT);
+    assert!(in_doubt(&error), "{error}");
+}
+
+#[test]
+fn a_send_behind_one_in_flight_ends_not_in_doubt() {
+    let t0 = origin();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let first = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    let second = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {first} -> node0")]);
+    let error = ended_at_deadline(&mut routing, second, t0 + TIMEOUT);
+    assert!(!in_doubt(&error), "{error}");
+}
+
+#[test]
+fn a_send_every_node_refused_ends_not_in_doubt() {
+    let t0 = origin();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+    // Refused wherever it goes, until its deadline; lookups are never answered.
+    let deadline = t0 + TIMEOUT;
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
+    let error = loop {
+        let now = routing.poll_timeout().unwrap();
+        assert!(now <= deadline, "bounded by the request's deadline");
+        routing.handle_timeout(now);
+        let mut ended = None;
+        while let Some(decision) = routing.poll_decision() {
+            match decision {
+                Decision::Write {
+                    request,
+                    target: Target::Node(node),
+                    ..
+                } => routing.handle_result(now, request, Target::Node(node), Attempt::Refused),
+                Decision::Completed { request, outcome } if request == id => {
+                    ended = Some(outcome.unwrap_err());
+                }
+                _ => {}
+            }
+        }
+        if let Some(error) = ended {
+            break error;
+        }
+    };
+    assert!(!in_doubt(&error), "{error}");
+}
+
+#[test]
+fn a_send_written_again_after_a_lost_link_stays_in_doubt_while_it_waits() {
+    let t0 = origin();
+    let mut settings = config();
+    settings.delivery = DeliveryGuarantee::AtLeastOnce;
+    let mut routing = warmed_with(settings, t0, 1, &[(0, 0)]);
+    let id = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+    // Lost in flight (it may be stored), written again, and this time refused: it then
+    // waits in its lane, not on the wire, yet its first copy may be in the log.
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Unknown);
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Refused);
+    drain(&mut routing);
+    let error = ended_at_deadline(&mut routing, id, t0 + TIMEOUT);
+    assert!(in_doubt(&error), "{error}");
+}
+
+#[test]
+fn a_plain_poll_in_flight_is_not_in_doubt_and_one_that_commits_is() {
+    for (auto_commit, doubt) in [(false, false), (true, true)] {
+        let t0 = origin();
+        let mut routing = warmed(t0, 1, &[(0, 0)]);
+        let id = routing.admit(t0, poll(auto_commit)).unwrap();
+        let written = drain(&mut routing);
+        assert_eq!(written.len(), 1, "{written:?}");
+        assert!(
+            written[0].starts_with(&format!("write {id}")),
+            "{written:?}"
+        );
+        let error = ended_at_deadline(&mut routing, id, t0 + TIMEOUT);
+        assert_eq!(
+            in_doubt(&error),
+            doubt,
+            "auto_commit {auto_commit}: {error}"
+        );
+    }
+}
