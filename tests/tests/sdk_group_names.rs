@@ -17,7 +17,7 @@ use iggy::prelude::*;
 use iggy_route_core::Config;
 use iggy_route_tests::cluster::TestCluster;
 
-use program::{EXPECTED, group_names_program};
+use program::{EXPECTED, RECREATED, group_names_program, recreated_by_another_program};
 
 async fn on_the_model(sdk: bool) -> Vec<String> {
     let cluster = TestCluster::start(3).await;
@@ -44,6 +44,41 @@ async fn a_group_named_by_name_or_number_is_one_group_on_the_sdk() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_named_by_name_or_number_is_one_group_on_iggy_route() {
     assert_eq!(on_the_model(false).await, EXPECTED);
+}
+
+async fn sdk_client(cluster: &TestCluster) -> Box<dyn Client> {
+    let client = IggyClient::from_connection_string(&cluster.sdk_connection_string(0)).unwrap();
+    client.connect().await.unwrap();
+    Box::new(client)
+}
+
+/// [`recreated_by_another_program`] on `sdk`'s client or iggy-route; the other client is
+/// the SDK's.
+async fn recreated_on_the_model(sdk: bool) -> Vec<String> {
+    let cluster = TestCluster::start(3).await;
+    cluster.create_stream_and_topic("shop", "orders", 1);
+    let client: Arc<dyn Client> = if sdk {
+        Arc::from(sdk_client(&cluster).await)
+    } else {
+        route_client(&cluster).await
+    };
+    let other = sdk_client(&cluster).await;
+    let lines = recreated_by_another_program(&*client, &*other, "shop", "orders").await;
+    let _ = client.shutdown().await;
+    let _ = other.shutdown().await;
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_created_again_by_another_client_is_a_new_group_on_the_sdk() {
+    assert_eq!(recreated_on_the_model(true).await, RECREATED);
+}
+
+/// Joined by its numbers, the group is found by them; once another client has deleted it
+/// and created it again, its name names the new group, which this client is not in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_created_again_by_another_client_is_a_new_group_on_iggy_route() {
+    assert_eq!(recreated_on_the_model(false).await, RECREATED);
 }
 
 fn named(name: &str) -> Identifier {

@@ -25,7 +25,7 @@ use super::groups::{Detour, GroupKey, GroupRole, Membership};
 use super::link::Link;
 use crate::event::LinkRole;
 use crate::ids::{LinkId, RequestId};
-use crate::request::{Reply, ReplyPayload, Request};
+use crate::request::{Reply, ReplyPayload, Request, RequestError};
 use crate::routing::{Attempt, Served, Target};
 use crate::wire::ConsumerGroupRef;
 
@@ -205,8 +205,10 @@ impl Router {
     ///   group we are in, refused by the member link's node (the leadership moved away),
     ///   leaves the membership as it is, done; refused otherwise (the group is gone), the
     ///   membership is over;
-    /// - a leave on the member link is done, whatever the answer: not admitted there, it is
-    ///   made by closing the link, which ends the membership.
+    /// - a leave on the member link ends the membership, whatever the answer: not admitted
+    ///   there, it is made by closing the link. It is done, unless the server said there
+    ///   was no membership to end (the group was deleted, by another client too): that
+    ///   answer is the caller's, as the SDK reports it.
     fn group_answered(
         &mut self,
         now: Instant,
@@ -244,6 +246,11 @@ impl Router {
             }
             GroupRole::Leave(key) if on_member_link(self, &key) => {
                 self.drop_membership(&key);
+                if let Attempt::Failed(RequestError::Server { code }) = attempt
+                    && code.names_no_membership()
+                {
+                    return None;
+                }
                 if !matches!(attempt, Attempt::Done(_)) {
                     debug!(%link, "leave not admitted on the member link; closing it");
                     self.close_by_choice(now, link);

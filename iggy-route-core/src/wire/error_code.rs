@@ -164,6 +164,18 @@ impl ErrorCode {
         )
     }
 
+    /// Whether the code says that there is no membership to end: the group (or its stream,
+    /// topic or partition) is not there, or the client is not one of its members.
+    pub fn names_no_membership(self) -> bool {
+        self.is_not_found()
+            || matches!(
+                self,
+                Self::ConsumerGroupIdNotFound
+                    | Self::ConsumerGroupNameNotFound
+                    | Self::ConsumerGroupMemberNotFound
+            )
+    }
+
     /// Whether the code says the frame was not processed under a live session (40 / 30):
     /// the session is gone, or was evicted for missed heartbeats.
     pub fn is_session_lost(self) -> bool {

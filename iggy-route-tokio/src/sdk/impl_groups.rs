@@ -163,9 +163,22 @@ impl ConsumerGroupClient for Client {
         group_id: &Identifier,
     ) -> Result<(), IggyError> {
         self.admit(Needs::SignedIn).await?;
-        let key = self.joined_key(stream_id, topic_id, group_id)?;
+        let as_named = group_key(stream_id, topic_id, group_id)?;
+        let key = self.sdk_state().joined_groups.as_joined(as_named.clone());
         let (stream, topic, group) = key.clone();
         let left = Client::leave_consumer_group(self, stream, topic, group).await;
+        if let Err(error) = &left
+            && key != as_named
+            && names_nothing(error)
+        {
+            // The group joined before is gone (another client deleted it), and the
+            // membership with it. The caller leaves the group its identifiers name now:
+            // asked as named, the server gives its own answer, as the SDK's does.
+            self.membership_ended(&key, Ok(()))?;
+            let (stream, topic, group) = as_named.clone();
+            let left = Client::leave_consumer_group(self, stream, topic, group).await;
+            return self.membership_ended(&as_named, left);
+        }
         self.membership_ended(&key, left)
     }
 }

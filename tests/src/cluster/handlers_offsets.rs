@@ -22,7 +22,7 @@ use super::target::{offset_owner, resolve};
 
 /// `GET_CONSUMER_OFFSET`, as the server answers it (`handle_get_consumer_offset`,
 /// core/server/src/dispatch.rs): the stored offset, or an empty body when there is none,
-/// when the stream or topic does not resolve, or when the body does not decode. Only a
+/// when the stream, topic or group does not resolve, or when the body does not decode. Only a
 /// missing partition of an existing topic is denied, on the status channel. Without a
 /// partition id it reads partition 0, for a consumer group too.
 pub(super) fn get_offset(state: &ClusterState, node: NodeId, body: &[u8]) -> Outcome {
@@ -42,6 +42,13 @@ pub(super) fn get_offset(state: &ClusterState, node: NodeId, body: &[u8]) -> Out
         }
         Err(_) => return Outcome::empty(commit),
     };
+    // A group the stream and topic do not hold (deleted, perhaps created again under
+    // another id) has no offset: the server keys a group's offsets by the id it resolves
+    // the group to, and answers a group it cannot resolve with an empty body, whatever
+    // the deleted group stored.
+    if key.consumer.kind == ConsumerKind::ConsumerGroup && !group_exists(state, &key) {
+        return Outcome::empty(commit);
+    }
     match partition.offset_seen_by(node, &owner) {
         Some(stored) => {
             let info = ConsumerOffsetInfo {
@@ -55,6 +62,13 @@ pub(super) fn get_offset(state: &ClusterState, node: NodeId, body: &[u8]) -> Out
         }
         None => Outcome::empty(commit),
     }
+}
+
+fn group_exists(state: &ClusterState, key: &ConsumerOffsetKey) -> bool {
+    state
+        .catalog
+        .topic(lookup(&key.stream), lookup(&key.topic))
+        .is_ok_and(|topic| topic.groups.find(lookup(&key.consumer.id)).is_some())
 }
 
 /// The two partition-plane offset writes.

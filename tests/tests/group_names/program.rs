@@ -125,3 +125,86 @@ pub(crate) async fn group_names_program(
     ));
     lines
 }
+
+/// What [`recreated_by_another_program`] sees, on any client and any server that
+/// resolves groups.
+pub(crate) const RECREATED: [&str; 9] = [
+    "joined by numbers, poll by name: Ok([1])",
+    "recreated by another client, poll by name: Err(5006)",
+    "offset by the old number: Ok(None)",
+    "leave by name: Err(5006)",
+    "leave by the old number: Err(5000)",
+    "join by name: Ok(())",
+    "poll by name: Ok([1])",
+    "leave by the new number: Ok(())",
+    "members: 0",
+];
+
+/// A group this client joined by its numbers, deleted and created again under its name by
+/// `other`: the name now names a group this client is not a member of, and the old number
+/// names nothing. Runs on `stream`'s one-partition topic `topic`, which holds nothing yet
+/// and has no groups.
+pub(crate) async fn recreated_by_another_program(
+    client: &dyn Client,
+    other: &dyn Client,
+    stream: &str,
+    topic: &str,
+) -> Vec<String> {
+    let (s, t, g) = (named(stream), named(topic), named("g"));
+    let mut batch: Vec<IggyMessage> = (1..=4)
+        .map(|id| {
+            IggyMessage::builder()
+                .id(id)
+                .payload(Bytes::from_static(b"m"))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    client
+        .send_messages(&s, &t, &Partitioning::partition_id(0), &mut batch)
+        .await
+        .unwrap();
+    let stream_id = client.get_stream(&s).await.unwrap().unwrap().id;
+    let topic_id = client.get_topic(&s, &t).await.unwrap().unwrap().id;
+    let (ns, nt) = (numeric(stream_id), numeric(topic_id));
+    let old = client.create_consumer_group(&s, &t, "g").await.unwrap().id;
+    client
+        .join_consumer_group(&ns, &nt, &numeric(old))
+        .await
+        .unwrap();
+    let code = |result: Result<(), IggyError>| result.map_err(|error| error.as_code());
+    let mut lines = vec![format!(
+        "joined by numbers, poll by name: {:?}",
+        poll(client, (&s, &t), &g).await
+    )];
+    other.delete_consumer_group(&s, &t, &g).await.unwrap();
+    let new = other.create_consumer_group(&s, &t, "g").await.unwrap().id;
+    lines.push(format!(
+        "recreated by another client, poll by name: {:?}",
+        poll(client, (&s, &t), &g).await
+    ));
+    // The old group's offset went with it: the server finds no group by the old number.
+    lines.push(format!(
+        "offset by the old number: {:?}",
+        offset(client, (&s, &t), &numeric(old)).await
+    ));
+    let left = client.leave_consumer_group(&s, &t, &g).await;
+    lines.push(format!("leave by name: {:?}", code(left)));
+    let left = client.leave_consumer_group(&ns, &nt, &numeric(old)).await;
+    lines.push(format!("leave by the old number: {:?}", code(left)));
+    let joined = client.join_consumer_group(&s, &t, &g).await;
+    lines.push(format!("join by name: {:?}", code(joined)));
+    lines.push(format!(
+        "poll by name: {:?}",
+        poll(client, (&s, &t), &g).await
+    ));
+    let left = client.leave_consumer_group(&ns, &nt, &numeric(new)).await;
+    lines.push(format!("leave by the new number: {:?}", code(left)));
+    let members = other
+        .get_consumer_group(&s, &t, &g)
+        .await
+        .unwrap()
+        .map_or(0, |group| group.members_count);
+    lines.push(format!("members: {members}"));
+    lines
+}

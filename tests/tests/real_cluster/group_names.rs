@@ -14,7 +14,9 @@ use iggy_route_tests::real_cluster::{
 };
 use iggy_route_tests::scripted::clients::Adapter;
 
-use super::group_names_program::{EXPECTED, group_names_program};
+use super::group_names_program::{
+    EXPECTED, RECREATED, group_names_program, recreated_by_another_program,
+};
 use super::{DAY_RUNTIME, call, serial};
 
 #[test]
@@ -56,4 +58,33 @@ fn a_group_named_by_name_or_number_is_one_group_on_the_real_cluster() {
     .unwrap();
     native.shutdown();
     assert_eq!(stored.map(|info| info.stored_offset), Some(0));
+}
+
+/// A group this client joined by its numbers, deleted and created again under its name by
+/// another client: on the real server, as on the loopback cluster with the SDK's client.
+#[test]
+fn a_group_created_again_by_another_client_is_a_new_group_on_the_real_cluster() {
+    let Some(cluster) = RealCluster::from_env("group_names") else {
+        return;
+    };
+    let _serial = serial();
+    let stream = unique_name("group-recreated");
+    let native = cluster.client(Adapter::Tokio, 0);
+    admin(&native, create_stream(&stream));
+    admin(&native, create_topic(&stream, "orders", 1));
+    native.shutdown();
+    let connect = |seed: usize| -> Arc<dyn SdkClient> {
+        Arc::new(
+            DAY_RUNTIME
+                .block_on(iggy_route_tokio::Client::connect(cluster.config(seed)))
+                .unwrap(),
+        )
+    };
+    let (client, other) = (connect(cluster.nodes.len() - 1), connect(0));
+    let lines = DAY_RUNTIME.block_on(recreated_by_another_program(
+        &*client, &*other, &stream, "orders",
+    ));
+    let _ = DAY_RUNTIME.block_on(client.shutdown());
+    let _ = DAY_RUNTIME.block_on(other.shutdown());
+    assert_eq!(lines, RECREATED);
 }
