@@ -64,7 +64,7 @@ impl JoinedGroups {
     pub(super) fn as_joined(&self, key: GroupKey) -> GroupKey {
         self.lock()
             .iter()
-            .find(|joined| joined.as_joined == key || joined.named_by(&key))
+            .find(|joined| joined.named_by(&key))
             .map_or(key, |joined| joined.as_joined.clone())
     }
 
@@ -182,20 +182,31 @@ mod tests {
         Identifier::Named(name(text))
     }
 
+    fn ids(stream: u32, topic: u32, group: u32) -> GroupKey {
+        key(
+            Identifier::Numeric(stream),
+            Identifier::Numeric(topic),
+            Identifier::Numeric(group),
+        )
+    }
+
+    /// As [`Client::resolve_group`] keeps a group: joined by its ids.
+    fn joined_by_ids(names: [(u32, &str); 3]) -> Joined {
+        let [(stream, s), (topic, t), (group, g)] = names;
+        Joined {
+            as_joined: ids(stream, topic, group),
+            names: [(stream, name(s)), (topic, name(t)), (group, name(g))],
+        }
+    }
+
     #[test]
-    fn a_group_joined_by_name_is_found_by_any_mix_of_names_and_ids() {
+    fn a_group_joined_by_its_ids_is_found_by_any_mix_of_names_and_ids() {
         let joined = JoinedGroups::default();
-        let as_joined = key(by_name("shop"), by_name("orders"), by_name("billing"));
-        joined.keep(Joined {
-            as_joined: as_joined.clone(),
-            names: [(3, name("shop")), (1, name("orders")), (7, name("billing"))],
-        });
-        let numeric = key(
-            Identifier::Numeric(3),
-            Identifier::Numeric(1),
-            Identifier::Numeric(7),
-        );
-        assert_eq!(joined.as_joined(numeric), as_joined);
+        joined.keep(joined_by_ids([(3, "shop"), (1, "orders"), (7, "billing")]));
+        let as_joined = ids(3, 1, 7);
+        let named = key(by_name("shop"), by_name("orders"), by_name("billing"));
+        assert_eq!(joined.as_joined(named.clone()), as_joined);
+        assert_eq!(joined.as_joined(as_joined.clone()), as_joined);
         let mixed = key(
             by_name("shop"),
             Identifier::Numeric(1),
@@ -208,33 +219,18 @@ mod tests {
         let elsewhere = key(by_name("shop"), by_name("refunds"), by_name("billing"));
         assert_eq!(joined.as_joined(elsewhere.clone()), elsewhere);
         joined.forget(&as_joined);
-        let numeric = key(
-            Identifier::Numeric(3),
-            Identifier::Numeric(1),
-            Identifier::Numeric(7),
-        );
-        assert_eq!(joined.as_joined(numeric.clone()), numeric);
+        assert_eq!(joined.as_joined(named.clone()), named);
     }
 
     #[test]
-    fn a_group_joined_again_otherwise_keeps_one_entry() {
+    fn a_group_read_again_after_a_rename_keeps_one_entry_under_its_new_names() {
         let joined = JoinedGroups::default();
-        let names = [(0, name("s")), (0, name("t")), (2, name("g"))];
-        let first = key(by_name("s"), by_name("t"), by_name("g"));
-        joined.keep(Joined {
-            as_joined: first.clone(),
-            names: names.clone(),
-        });
-        let second = key(
-            Identifier::Numeric(0),
-            Identifier::Numeric(0),
-            Identifier::Numeric(2),
-        );
-        joined.keep(Joined {
-            as_joined: second.clone(),
-            names,
-        });
+        joined.keep(joined_by_ids([(0, "s"), (0, "t"), (2, "g")]));
+        joined.keep(joined_by_ids([(0, "s"), (0, "t2"), (2, "g")]));
         assert_eq!(joined.lock().len(), 1);
-        assert_eq!(joined.as_joined(first), second);
+        let renamed = key(by_name("s"), by_name("t2"), by_name("g"));
+        assert_eq!(joined.as_joined(renamed), ids(0, 0, 2));
+        let old = key(by_name("s"), by_name("t"), by_name("g"));
+        assert_eq!(joined.as_joined(old.clone()), old);
     }
 }
