@@ -148,7 +148,10 @@
 //!   the group by any of those names or ids with the ids. A rename through this client
 //!   reads the names again; after a rename by another client, the group is found by its
 //!   ids and its old names (the SDK: by its ids and its new names), and polls by the new
-//!   names are `ConsumerGroupMemberNotFound`. The SDK keeps one poll rotation per group
+//!   names are `ConsumerGroupMemberNotFound`. A group another client deletes and creates
+//!   again under its name is a new group on both: a leave naming it by that name is
+//!   answered by the server for the new group, as the SDK's is, and its old number names
+//!   nothing. The SDK keeps one poll rotation per group
 //!   identifier as written; iggy-route keeps the joined group's one, so after a switch of
 //!   names the two may poll the member's partitions in another order.
 //! - Offsets on a cluster: iggy-route stores a consumer's or group's offset (an offset
