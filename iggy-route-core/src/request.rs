@@ -340,7 +340,9 @@ pub enum RequestError {
         in_doubt: bool,
     },
     /// The link closed (or fell silent) while the request was in flight: it may or may not
-    /// have been admitted, and it was not written again.
+    /// have been admitted, and it was not written again. (Under
+    /// `DeliveryGuarantee::AtLeastOnce` a send or an offset write is written again; one
+    /// whose copy written again then fails too ends so, whatever failed it.)
     #[error("outcome unknown: {} lost it in flight", node.map_or_else(|| "the coordinator".to_owned(), |node| node.to_string()))]
     OutcomeUnknown {
         /// The node it was written to (`None`: the coordinator's, whichever it was then).
@@ -416,7 +418,8 @@ pub enum RequestError {
     #[error("withdrawn by its caller before it was sent")]
     Withdrawn,
     /// The router was shut down before the request was written: nothing was stored. (A
-    /// write already on the wire ends `OutcomeUnknown` instead.)
+    /// write already on the wire, or one an earlier attempt of which was lost in flight,
+    /// ends `OutcomeUnknown` instead.)
     #[error("router shut down")]
     Shutdown,
     /// The router was shut down while the request waited for room (see

@@ -177,3 +177,83 @@ fn a_plain_poll_in_flight_is_not_in_doubt_and_one_that_commits_is() {
         );
     }
 }
+
+/// At-least-once: a send lost in flight (it may be stored) is written again. However the
+/// copy written again ends (refused for good, the sign-in refused, the router shut down),
+/// the send may be stored: it ends `OutcomeUnknown`, never with an error that says "not
+/// stored".
+#[test]
+fn a_send_lost_in_flight_then_failing_otherwise_ends_in_doubt() {
+    use iggy_route_core::wire::ErrorCode;
+
+    type End = fn(&mut Routing, Instant, RequestId);
+    let ends: [(&str, End); 3] = [
+        ("refused for good", |routing, now, id| {
+            let unauthorized = RequestError::Server {
+                code: ErrorCode::Unauthorized,
+            };
+            routing.handle_result(
+                now,
+                id,
+                Target::Node(NodeId(0)),
+                Attempt::Failed(unauthorized),
+            );
+        }),
+        ("sign-in refused", |routing, now, _| {
+            let code = ErrorCode::InvalidCredentials;
+            routing.fail_all(now, RequestError::SignIn { code });
+        }),
+        ("shut down", |routing, now, _| routing.shutdown(now)),
+    ];
+    for (what, end) in ends {
+        let t0 = origin();
+        let mut settings = config();
+        settings.delivery = DeliveryGuarantee::AtLeastOnce;
+        let mut routing = warmed_with(settings, t0, 1, &[(0, 0)]);
+        let id = routing
+            .admit(t0, send(Partitioning::PartitionId(0)))
+            .unwrap();
+        assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+        routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Unknown);
+        assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+        end(&mut routing, t0, id);
+        let outcome = std::iter::from_fn(|| routing.poll_decision()).find_map(|d| match d {
+            Decision::Completed { request, outcome } if request == id => Some(outcome),
+            _ => None,
+        });
+        match outcome {
+            Some(Err(error @ RequestError::OutcomeUnknown { .. })) => {
+                assert!(error.in_doubt(), "{what}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}
+
+/// A read has nothing to doubt: one lost in flight and then refused for good ends with
+/// that refusal.
+#[test]
+fn a_poll_lost_in_flight_then_refused_ends_with_the_refusal() {
+    use iggy_route_core::wire::ErrorCode;
+
+    let t0 = origin();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing.admit(t0, poll(false)).unwrap();
+    let written = drain(&mut routing);
+    let target = if written[0].ends_with("coordinator") {
+        Target::Coordinator
+    } else {
+        Target::Node(NodeId(0))
+    };
+    routing.handle_result(t0, id, target, Attempt::Unknown);
+    drain(&mut routing);
+    let unauthorized = RequestError::Server {
+        code: ErrorCode::Unauthorized,
+    };
+    routing.handle_result(t0, id, target, Attempt::Failed(unauthorized.clone()));
+    let outcome = std::iter::from_fn(|| routing.poll_decision()).find_map(|d| match d {
+        Decision::Completed { request, outcome } if request == id => Some(outcome),
+        _ => None,
+    });
+    assert_eq!(outcome, Some(Err(unauthorized)));
+}

@@ -96,7 +96,7 @@ impl Routing {
             Attempt::Unknown => {
                 for id in frame {
                     if let Some(pending) = self.pending.get_mut(id) {
-                        pending.lost_in_flight = true;
+                        pending.lost_in_flight = Some(target);
                     }
                 }
                 let retry = match &self.pending[&frame[0]].facts.kind {
@@ -474,7 +474,7 @@ impl FrameMembers {
     }
 }
 
-fn node_of(target: Target) -> Option<NodeId> {
+pub(super) fn node_of(target: Target) -> Option<NodeId> {
     match target {
         Target::Node(node) => Some(node),
         // The coordinator's node is the link layer's to know.

@@ -77,8 +77,9 @@ pub(crate) struct Pending {
     pub(crate) completed: bool,
     /// The answer it ends with at its deadline while it waits to read its topic again.
     pub(crate) doubted: Option<RequestError>,
-    /// An attempt of it was lost in flight: it may have taken effect, whatever follows.
-    pub(crate) lost_in_flight: bool,
+    /// Where an attempt of it was lost in flight: it may have taken effect there,
+    /// whatever follows.
+    pub(crate) lost_in_flight: Option<Target>,
 }
 
 /// Whether accepting a request checks the bounds, or it takes the room of the request it
@@ -257,7 +258,7 @@ impl Routing {
                 past_end_from: None,
                 completed: false,
                 doubted: None,
-                lost_in_flight: false,
+                lost_in_flight: None,
             },
         );
         trace!(request = %id, ?place, "submitted");
@@ -363,7 +364,7 @@ impl Routing {
                 past_end_from: None,
                 completed: false,
                 doubted: None,
-                lost_in_flight: false,
+                lost_in_flight: None,
             },
         );
         trace!(request = %id, continues = %after, "submitted first in its lane");

@@ -48,7 +48,7 @@ impl Routing {
             Place::Lane(key) => self.lanes.get(key).is_some_and(|lane| lane.in_flight(id)),
             Place::Coordinator => true,
         };
-        pending.facts.kind.is_write() && (on_the_wire || pending.lost_in_flight)
+        pending.facts.kind.is_write() && (on_the_wire || pending.lost_in_flight.is_some())
     }
 
     /// `id` waits for its topic to be read again after `error`, which would have ended it
@@ -84,6 +84,18 @@ impl Routing {
         if pending.completed {
             return None;
         }
+        // A write an earlier attempt of which was lost in flight (and written again under
+        // at-least-once) may be stored, whatever ends its later attempts: a caller told
+        // otherwise (a refused sign-in, a shutdown, a refusal of the copy written again)
+        // would take it for not stored.
+        let outcome = match (outcome, pending.lost_in_flight) {
+            (Err(error), Some(target)) if pending.facts.kind.is_write() && !error.in_doubt() => {
+                Err(RequestError::OutcomeUnknown {
+                    node: super::inputs::node_of(target),
+                })
+            }
+            (outcome, _) => outcome,
+        };
         let place = pending.place.clone();
         let deadline = pending.deadline;
         let send = pending.facts.kind == RequestKind::Send;

@@ -4,10 +4,10 @@
 //! - an acknowledged batch is in its partition's log exactly once (at least once when the
 //!   router opted into `AtLeastOnce`), in the partition it was meant for, at the offset
 //!   the receipt names;
-//! - with `AtMostOnce` no message is ever in a log twice, so a send that ended
-//!   in doubt (`OutcomeUnknown`, `TimedOut` in doubt) is there at most once, and a send that
-//!   failed otherwise (a `TimedOut` not in doubt among them, or never accepted) is not there
-//!   at all;
+//! - with `AtMostOnce` no message is ever in a log twice, so a send that ended in doubt
+//!   (`OutcomeUnknown`, `TimedOut` in doubt) is there at most once;
+//! - under either guarantee a send that failed otherwise (a `TimedOut` not in doubt among
+//!   them, or never accepted) is not there at all;
 //! - one router's messages to one partition appear in the order they were submitted;
 //! - a keyed batch lands in the partition its key resolves to under a partition count
 //!   the topic has had (the count changes once per run), and in only that one.
@@ -197,7 +197,7 @@ impl Ledger {
         };
         batch.ending = Some(ending);
         let messages = batch.messages;
-        if ending == Ending::Failed && self.delivery == DeliveryGuarantee::AtMostOnce {
+        if ending == Ending::Failed {
             let stored = self.copies_of(key.0, key.1, messages);
             if stored > 0 {
                 return Err(format!(
@@ -243,9 +243,7 @@ impl Ledger {
                 }
                 continue;
             }
-            if self.delivery == DeliveryGuarantee::AtMostOnce
-                && batch.ending == Some(Ending::Failed)
-            {
+            if batch.ending == Some(Ending::Failed) {
                 return Err(format!(
                     "{tag:?} failed definitely but reached the log at {offset}"
                 ));
