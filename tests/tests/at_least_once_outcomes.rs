@@ -59,8 +59,7 @@ fn copies(cluster: &TestCluster, (s, t): (u32, u32), id: u128) -> usize {
 fn kept(outcome: &Result<(), ClientError>, stored: usize) -> bool {
     match outcome {
         Ok(()) => stored >= 1,
-        Err(ClientError::Request(error)) if error.in_doubt() => true,
-        Err(_) => stored == 0,
+        Err(error) => error.in_doubt() || stored == 0,
     }
 }
 

@@ -69,6 +69,29 @@ pub enum ClientError {
     },
 }
 
+impl ClientError {
+    /// Whether the operation may have taken effect on the server although it failed, so
+    /// that doing it again may duplicate it (see [`RequestError::in_doubt`]; also a reply of
+    /// another kind, which a node sent after it read the request). Every other error means
+    /// that it did not take effect.
+    pub fn in_doubt(&self) -> bool {
+        match self {
+            Self::Request(error) => error.in_doubt(),
+            Self::UnexpectedReply { .. } => true,
+            Self::Submit(_)
+            | Self::QueueFull { .. }
+            | Self::Config(_)
+            | Self::Io(_)
+            | Self::ConnectionString(_)
+            | Self::Invalid(_)
+            | Self::Tls(_)
+            | Self::ConnectTimedOut { .. }
+            | Self::Closed
+            | Self::GroupConsumerExists { .. } => false,
+        }
+    }
+}
+
 impl From<RequestError> for ClientError {
     fn from(error: RequestError) -> Self {
         match error {
