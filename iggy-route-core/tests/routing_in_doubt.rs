@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, Decision, Routing, Target};
-use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, PollingStrategy};
-use iggy_route_core::{DeliveryGuarantee, NodeId, PollRequest, Request, RequestError, RequestId};
+use iggy_route_core::{DeliveryGuarantee, NodeId, RequestError, RequestId};
 use support::*;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -45,21 +44,6 @@ fn in_doubt(error: &RequestError) -> bool {
         }
         other => panic!("expected TimedOut, got {other:?}"),
     }
-}
-
-fn poll(auto_commit: bool) -> Request {
-    Request::Poll(PollRequest {
-        consumer: Consumer {
-            kind: ConsumerKind::Consumer,
-            id: Identifier::Numeric(1),
-        },
-        stream: Identifier::Numeric(1),
-        topic: Identifier::Numeric(1),
-        partition_id: Some(0),
-        strategy: PollingStrategy::Offset(0),
-        count: 10,
-        auto_commit,
-    })
 }
 
 #[test]
@@ -162,7 +146,7 @@ fn a_plain_poll_in_flight_is_not_in_doubt_and_one_that_commits_is() {
     for (auto_commit, doubt) in [(false, false), (true, true)] {
         let t0 = origin();
         let mut routing = warmed(t0, 1, &[(0, 0)]);
-        let id = routing.admit(t0, poll(auto_commit)).unwrap();
+        let id = routing.admit(t0, poll(Some(0), auto_commit)).unwrap();
         let written = drain(&mut routing);
         assert_eq!(written.len(), 1, "{written:?}");
         assert!(
@@ -238,7 +222,7 @@ fn a_poll_lost_in_flight_then_refused_ends_with_the_refusal() {
 
     let t0 = origin();
     let mut routing = warmed(t0, 1, &[(0, 0)]);
-    let id = routing.admit(t0, poll(false)).unwrap();
+    let id = routing.admit(t0, poll(Some(0), false)).unwrap();
     let written = drain(&mut routing);
     let target = if written[0].ends_with("coordinator") {
         Target::Coordinator

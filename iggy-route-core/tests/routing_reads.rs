@@ -9,26 +9,9 @@ mod support;
 
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, RouteAnswer, Routing, Served, Target, TopicAnswer};
-use iggy_route_core::wire::{
-    Consumer, ConsumerKind, Identifier, PollMessagesReply, PollingStrategy,
-};
-use iggy_route_core::{NodeId, PollFrom, PollRequest, Reply, Request};
+use iggy_route_core::wire::PollMessagesReply;
+use iggy_route_core::{NodeId, PollFrom, Reply};
 use support::*;
-
-fn poll(partition: Option<u32>, auto_commit: bool) -> Request {
-    Request::Poll(PollRequest {
-        consumer: Consumer {
-            kind: ConsumerKind::Consumer,
-            id: Identifier::Numeric(1),
-        },
-        stream: Identifier::Numeric(1),
-        topic: Identifier::Numeric(1),
-        partition_id: partition,
-        strategy: PollingStrategy::Offset(0),
-        count: 10,
-        auto_commit,
-    })
-}
 
 fn polled() -> Attempt {
     Attempt::Done(Served::from(Reply::Polled(PollMessagesReply {

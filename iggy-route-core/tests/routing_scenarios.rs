@@ -10,9 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{Attempt, Decision, RouteAnswer, Routing, Target, TopicAnswer};
-use iggy_route_core::wire::{
-    Consumer, ConsumerKind, Identifier, Message, PollingStrategy, WireError,
-};
+use iggy_route_core::wire::{Identifier, Message, WireError};
 use iggy_route_core::{
     NodeId, PollRequest, Request, RequestError, RequestId, SendRequest, SubmitError,
 };
@@ -286,19 +284,9 @@ fn empty_batch_is_refused_at_submit() {
 fn a_poll_of_no_messages_is_refused_at_submit() {
     let t0 = origin();
     let mut router = iggy_route_core::Router::new(config(), 1, t0);
-    let poll = |count| {
-        Request::Poll(PollRequest {
-            consumer: Consumer {
-                kind: ConsumerKind::Consumer,
-                id: Identifier::Numeric(1),
-            },
-            stream: Identifier::Numeric(1),
-            topic: Identifier::Numeric(1),
-            partition_id: Some(0),
-            strategy: PollingStrategy::Offset(0),
-            count,
-            auto_commit: false,
-        })
+    let poll = |count| match poll(Some(0), false) {
+        Request::Poll(poll) => Request::Poll(PollRequest { count, ..poll }),
+        other => other,
     };
     assert_eq!(
         router.submit(t0, poll(0)).unwrap_err(),

@@ -39,6 +39,23 @@ fn config(cluster: &TestCluster, user: Option<&str>) -> Config {
     config
 }
 
+/// A client signed in as `user` (see [`config`]) whose link to the primary is open: one
+/// send was answered.
+async fn warm_client(
+    cluster: &TestCluster,
+    (s, t): (u32, u32),
+    user: Option<&str>,
+) -> iggy_route_tokio::Client {
+    let client = iggy_route_tokio::Client::connect(config(cluster, user))
+        .await
+        .unwrap();
+    client
+        .send(s, t, Partitioning::PartitionId(0), vec![message(1)])
+        .await
+        .unwrap();
+    client
+}
+
 fn message(id: u128) -> Message {
     Message {
         id,
@@ -113,18 +130,7 @@ async fn a_send_lost_in_flight_and_then_refused_is_never_reported_not_stored() {
         root.create_user(&user, "secret-1", UserStatus::Active, Some(all))
             .await
             .unwrap();
-        let client = iggy_route_tokio::Client::connect(config(&cluster, Some(&user)))
-            .await
-            .unwrap();
-        client
-            .send(
-                topic.0,
-                topic.1,
-                Partitioning::PartitionId(0),
-                vec![message(1)],
-            )
-            .await
-            .unwrap();
+        let client = warm_client(&cluster, topic, Some(&user)).await;
         let id = 100 + n as u128;
         let revoke = async {
             let changed = match change {
@@ -159,18 +165,7 @@ async fn a_send_lost_in_flight_when_the_client_shuts_down_is_in_doubt() {
     let cluster = TestCluster::start(3).await;
     let topic = cluster.create_stream_and_topic("shut", "events", 1);
     assert!(cluster.set_primary(topic.0, topic.1, 0, 1));
-    let client = iggy_route_tokio::Client::connect(config(&cluster, None))
-        .await
-        .unwrap();
-    client
-        .send(
-            topic.0,
-            topic.1,
-            Partitioning::PartitionId(0),
-            vec![message(1)],
-        )
-        .await
-        .unwrap();
+    let client = warm_client(&cluster, topic, None).await;
     // The primary stopped: its copy written again waits for a link when the client shuts
     // down.
     cluster.set_reply_delay(1, HELD);

@@ -17,10 +17,10 @@ use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::routing::{
     Attempt, Decision, RouteAnswer, Routing, Served, Target, TopicAnswer,
 };
-use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, Message, PollingStrategy};
 use iggy_route_core::{
-    Config, Credentials, Event, NodeId, PartitionKey, Reply, Request, SendReceipt, SendRequest,
-    TopicKey,
+    Config, Credentials, Event, NodeId, PartitionKey, PollRequest, Reply, Request, SendReceipt,
+    SendRequest, TopicKey,
 };
 
 pub fn origin() -> Instant {
@@ -69,6 +69,22 @@ pub fn sent(node: u32) -> Attempt {
         node: NodeId(node),
         replica: None,
     })))
+}
+
+/// A plain consumer's poll of topic 1/1 (of `partition`, or of none) from offset 0.
+pub fn poll(partition: Option<u32>, auto_commit: bool) -> Request {
+    Request::Poll(PollRequest {
+        consumer: Consumer {
+            kind: ConsumerKind::Consumer,
+            id: Identifier::Numeric(1),
+        },
+        stream: Identifier::Numeric(1),
+        topic: Identifier::Numeric(1),
+        partition_id: partition,
+        strategy: PollingStrategy::Offset(0),
+        count: 10,
+        auto_commit,
+    })
 }
 
 /// Drains decisions as short strings, for transcript comparisons.

@@ -60,14 +60,8 @@ async fn offset(
         .map_err(|error| error.as_code())
 }
 
-/// Runs the program on `client` against `stream`'s one-partition topic `topic`, which holds
-/// nothing yet and has no groups. Returns one line per step, as in [`EXPECTED`].
-pub(crate) async fn group_names_program(
-    client: &dyn Client,
-    stream: &str,
-    topic: &str,
-) -> Vec<String> {
-    let (s, t) = (named(stream), named(topic));
+/// Sends messages 1 to 4 to partition 0.
+async fn send_four(client: &dyn Client, (s, t): (&Identifier, &Identifier)) {
     let mut batch: Vec<IggyMessage> = (1..=4)
         .map(|id| {
             IggyMessage::builder()
@@ -78,9 +72,20 @@ pub(crate) async fn group_names_program(
         })
         .collect();
     client
-        .send_messages(&s, &t, &Partitioning::partition_id(0), &mut batch)
+        .send_messages(s, t, &Partitioning::partition_id(0), &mut batch)
         .await
         .unwrap();
+}
+
+/// Runs the program on `client` against `stream`'s one-partition topic `topic`, which holds
+/// nothing yet and has no groups. Returns one line per step, as in [`EXPECTED`].
+pub(crate) async fn group_names_program(
+    client: &dyn Client,
+    stream: &str,
+    topic: &str,
+) -> Vec<String> {
+    let (s, t) = (named(stream), named(topic));
+    send_four(client, (&s, &t)).await;
     let group = client.create_consumer_group(&s, &t, "g").await.unwrap();
     let (by_name, by_number) = (named("g"), numeric(group.id));
     client.join_consumer_group(&s, &t, &by_name).await.unwrap();
@@ -151,19 +156,7 @@ pub(crate) async fn recreated_by_another_program(
     topic: &str,
 ) -> Vec<String> {
     let (s, t, g) = (named(stream), named(topic), named("g"));
-    let mut batch: Vec<IggyMessage> = (1..=4)
-        .map(|id| {
-            IggyMessage::builder()
-                .id(id)
-                .payload(Bytes::from_static(b"m"))
-                .build()
-                .unwrap()
-        })
-        .collect();
-    client
-        .send_messages(&s, &t, &Partitioning::partition_id(0), &mut batch)
-        .await
-        .unwrap();
+    send_four(client, (&s, &t)).await;
     let stream_id = client.get_stream(&s).await.unwrap().unwrap().id;
     let topic_id = client.get_topic(&s, &t).await.unwrap().unwrap().id;
     let (ns, nt) = (numeric(stream_id), numeric(topic_id));
