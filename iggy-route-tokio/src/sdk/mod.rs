@@ -154,6 +154,14 @@
 //!   nothing. The SDK keeps one poll rotation per group
 //!   identifier as written; iggy-route keeps the joined group's one, so after a switch of
 //!   names the two may poll the member's partitions in another order.
+//! - A member's reads it has not committed yet, when another member joins: the server
+//!   keeps a partition with a member that is still reading it (polled past its stored
+//!   offset) only when the node that takes the join saw those polls. iggy-route polls a
+//!   partition on its primary, so with primaries spread over the nodes the metadata leader
+//!   usually saw none of them, and hands such a partition to the newcomer at once, which
+//!   reads the uncommitted messages again (at least once, as the server's own comment on
+//!   this handover has it). A member that commits as it reads (auto-commit) reads nothing
+//!   twice; on a cluster whose primaries are all on the leader, the two agree.
 //! - Offsets on a cluster: iggy-route stores a consumer's or group's offset (an offset
 //!   write, an auto-commit poll) on the partition's primary, on any server. The SDK 0.11.0
 //!   sends both through the routing commands once it sees more than one node, and a
