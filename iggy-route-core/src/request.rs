@@ -430,15 +430,16 @@ pub enum RequestError {
 
 impl RequestError {
     /// Whether the request may have taken effect on the server although it failed, so
-    /// that sending it again may duplicate it: `OutcomeUnknown`, `TimedOut` in doubt, and
-    /// `Malformed` (a node answered, in bytes that do not say how). Every other error says
-    /// that it did not take effect.
+    /// that sending it again may duplicate it: `OutcomeUnknown`, `TimedOut` in doubt,
+    /// `Malformed` (a node answered, in bytes that do not say how), and the server's codes
+    /// that say so ([`ErrorCode::says_outcome_unknown`]). Every other error says that it
+    /// did not take effect.
     pub fn in_doubt(&self) -> bool {
         match self {
             Self::OutcomeUnknown { .. } | Self::Malformed(_) => true,
             Self::TimedOut { in_doubt, .. } => *in_doubt,
-            Self::Server { .. }
-            | Self::TopicNotFound { .. }
+            Self::Server { code } => code.says_outcome_unknown(),
+            Self::TopicNotFound { .. }
             | Self::PartitionOutOfRange { .. }
             | Self::NoRoute { .. }
             | Self::SignIn { .. }

@@ -518,3 +518,32 @@ fn a_late_connect_failure_for_a_busy_link_strands_nothing() {
         sim.completed.get(&next)
     );
 }
+
+/// A send answered 57 (it may commit in the view it was prepared in) whose replay the same
+/// node then refuses, the partition's primary having moved. The refusal speaks of the copy
+/// written again, not of the first: under at-most-once the send is not written to the new
+/// primary, and it ends in doubt, never "not stored".
+#[test]
+fn a_refusal_of_a_replay_after_a_57_leaves_the_send_in_doubt() {
+    let mut sim = Sim::new(FakeCluster::new(2, vec![0]), 7, |config| {
+        config.request_timeout = Duration::from_secs(5);
+        config.replay_interval = Duration::from_millis(200);
+    });
+    sim.warm_up();
+    let before = sim.sends_written;
+    sim.cluster.not_committed = 1;
+    let id = sim.submit(send(0)).unwrap();
+    sim.answer(0, Answer::Reply);
+    assert!(sim.owed.is_empty(), "the replay waits");
+    sim.cluster.primaries = vec![1];
+    sim.finish();
+    assert_eq!(
+        sim.sends_written,
+        before + 2,
+        "written once and replayed once, never to the new primary"
+    );
+    match sim.completed.get(&id) {
+        Some(Err(error @ RequestError::OutcomeUnknown { .. })) => assert!(error.in_doubt()),
+        other => panic!("{other:?}"),
+    }
+}

@@ -241,3 +241,51 @@ fn a_poll_lost_in_flight_then_refused_ends_with_the_refusal() {
     });
     assert_eq!(outcome, Some(Err(unauthorized)));
 }
+
+/// A sign-in refused on one link fails every request, but a write on the wire on another
+/// link may be admitted there: it ends in doubt, and the one queued behind it does not.
+#[test]
+fn a_refused_sign_in_leaves_a_write_on_the_wire_in_doubt() {
+    use iggy_route_core::wire::ErrorCode;
+
+    let t0 = origin();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let on_the_wire = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    let queued = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(
+        drain(&mut routing),
+        [format!("write {on_the_wire} -> node0")]
+    );
+    let code = ErrorCode::InvalidCredentials;
+    routing.fail_all(t0, RequestError::SignIn { code });
+    let mut ended = std::collections::BTreeMap::new();
+    while let Some(decision) = routing.poll_decision() {
+        if let Decision::Completed { request, outcome } = decision {
+            ended.insert(request, outcome.unwrap_err());
+        }
+    }
+    assert!(
+        matches!(ended[&on_the_wire], RequestError::OutcomeUnknown { .. }),
+        "{ended:?}"
+    );
+    assert_eq!(ended[&queued], RequestError::SignIn { code });
+}
+
+/// The server's codes that leave the outcome open are in doubt; its other codes are not.
+#[test]
+fn codes_that_leave_the_outcome_open_are_in_doubt() {
+    use iggy_route_core::wire::ErrorCode;
+
+    for (code, doubt) in [
+        (ErrorCode::RequestAlreadyApplied, true),
+        (ErrorCode::ShardCommunicationError, true),
+        (ErrorCode::Unauthorized, false),
+        (ErrorCode::TransientNotAccepted, false),
+    ] {
+        assert_eq!(RequestError::Server { code }.in_doubt(), doubt, "{code:?}");
+    }
+}

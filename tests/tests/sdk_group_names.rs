@@ -173,3 +173,48 @@ async fn a_group_is_found_by_the_new_names_of_a_stream_and_topic_this_client_ren
     assert_eq!(members(&*client, "store", "sales").await, 0);
     let _ = client.shutdown().await;
 }
+
+/// Natively (the router keeps a membership under the names its join used), a group whose
+/// topic another client renamed: the leave by the old names is answered "not found", and it
+/// reports that, yet the member link is closed all the same, so the client is no member of
+/// the group under its new names either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leave_answered_not_found_still_ends_the_membership_natively() {
+    let cluster = TestCluster::start(3).await;
+    cluster.create_stream_and_topic("shop", "orders", 1);
+    let mut config = Config::from_connection_string(&cluster.connection_string()).unwrap();
+    config.request_timeout = Duration::from_secs(5);
+    let client = iggy_route_tokio::Client::connect(config).await.unwrap();
+    let other = sdk_client(&cluster).await;
+    other
+        .create_consumer_group(&named("shop"), &named("orders"), "g")
+        .await
+        .unwrap();
+    client
+        .join_consumer_group("shop", "orders", "g")
+        .await
+        .unwrap();
+    assert_eq!(members(&*other, "shop", "orders").await, 1);
+    other
+        .update_topic(
+            &named("shop"),
+            &named("orders"),
+            "sales",
+            &TopicUpdateOptions::default(),
+        )
+        .await
+        .unwrap();
+    let left = client.leave_consumer_group("shop", "orders", "g").await;
+    assert!(left.is_err(), "the old names name nothing now: {left:?}");
+    let mut left_over = members(&*other, "shop", "sales").await;
+    for _ in 0..20 {
+        if left_over == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left_over = members(&*other, "shop", "sales").await;
+    }
+    assert_eq!(left_over, 0, "the member link was closed");
+    client.shutdown().await;
+    let _ = other.shutdown().await;
+}

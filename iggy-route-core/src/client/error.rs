@@ -72,12 +72,15 @@ pub enum ClientError {
 impl ClientError {
     /// Whether the operation may have taken effect on the server although it failed, so
     /// that doing it again may duplicate it (see [`RequestError::in_doubt`]; also a reply of
-    /// another kind, which a node sent after it read the request). Every other error means
-    /// that it did not take effect.
+    /// another kind, which a node sent after it read the request, and `Closed`, which a
+    /// background producer's deliveries in flight get when it ends). Every other error
+    /// means that it did not take effect.
     pub fn in_doubt(&self) -> bool {
         match self {
             Self::Request(error) => error.in_doubt(),
-            Self::UnexpectedReply { .. } => true,
+            // A background producer's deliveries in flight when it ended, and a call whose
+            // client stopped under it, end `Closed`: they may be stored.
+            Self::UnexpectedReply { .. } | Self::Closed => true,
             Self::Submit(_)
             | Self::QueueFull { .. }
             | Self::Config(_)
@@ -86,7 +89,6 @@ impl ClientError {
             | Self::Invalid(_)
             | Self::Tls(_)
             | Self::ConnectTimedOut { .. }
-            | Self::Closed
             | Self::GroupConsumerExists { .. } => false,
         }
     }

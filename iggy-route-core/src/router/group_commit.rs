@@ -189,6 +189,10 @@ impl Router {
                     {
                         // Served and committed by `primary`: confirm it still leads.
                         debug!(request = %request, %primary, offset, "commit poll served; confirming the primary");
+                        // The offset is stored on `primary` now: however the steps end,
+                        // not "not stored".
+                        self.routing
+                            .may_have_applied(request, Target::Node(primary));
                         self.commit_step(request, CommitStep::OnLeader, commit.named);
                         self.groups.wait(request, commit.routed);
                     }

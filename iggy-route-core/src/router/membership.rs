@@ -207,8 +207,9 @@ impl Router {
     ///   membership is over;
     /// - a leave on the member link ends the membership, whatever the answer: not admitted
     ///   there, it is made by closing the link. It is done, unless the server said there
-    ///   was no membership to end (the group was deleted, by another client too): that
-    ///   answer is the caller's, as the SDK reports it.
+    ///   was no membership to end (the group was deleted or renamed, by another client
+    ///   too): that answer is the caller's, as the SDK reports it, and the link is closed
+    ///   as well, which ends whatever membership it still holds.
     fn group_answered(
         &mut self,
         now: Instant,
@@ -249,6 +250,9 @@ impl Router {
                 if let Attempt::Failed(RequestError::Server { code }) = attempt
                     && code.names_no_membership()
                 {
+                    // Closed all the same: the group may live on under names this client
+                    // does not know (renamed by another client), the link still its member.
+                    self.close_by_choice(now, link);
                     return None;
                 }
                 if !matches!(attempt, Attempt::Done(_)) {

@@ -230,7 +230,16 @@ impl Router {
         code: ErrorCode,
         maybe_applied: bool,
     ) -> Attempt {
-        match classify::status_class(code) {
+        let class = classify::status_class(code);
+        if maybe_applied
+            && matches!(class, StatusClass::Refused | StatusClass::Failed)
+            && let Some(node) = self.links.get(&link_id).map(|link| link.node)
+        {
+            // Answered 57 before: the copy in flight then may still commit (in the view it
+            // was prepared in), whatever this answer to a copy written again says.
+            self.routing.may_have_applied(request, Target::Node(node));
+        }
+        match class {
             StatusClass::Refused => Attempt::Refused,
             StatusClass::SessionLost => {
                 // This frame was never processed under a live session: sign in again and

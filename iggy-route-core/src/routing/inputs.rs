@@ -9,7 +9,6 @@ use super::{
     Attempt, Decision, LaneKey, Place, RequestKind, Routing, RoutingCommands, Served, Target,
     TimerKey,
 };
-use crate::config::DeliveryGuarantee;
 use crate::event::Event;
 use crate::ids::{NodeId, PartitionKey, RequestId};
 use crate::request::RequestError;
@@ -63,6 +62,17 @@ impl Routing {
                 self.read_at_the_session(now, frame[0]);
             }
             Attempt::Done(served) => self.served(now, frame, &place, target, &served),
+            Attempt::Refused | Attempt::RefusedNaming(_)
+                if self.pending[&frame[0]].maybe_applied_at.is_some()
+                    && !self.may_write_again(&self.pending[&frame[0]].facts.kind) =>
+            {
+                // A copy written before (answered 57) may still commit: refused now, it is
+                // not written anywhere else.
+                self.stats.refusals += 1;
+                let node = node_of(target);
+                let error = RequestError::OutcomeUnknown { node };
+                self.complete_frame(now, frame, &place, &Err(error));
+            }
             Attempt::Refused | Attempt::RefusedNaming(_) => {
                 self.stats.refusals += 1;
                 // The node answers: an election, not a silence (see `Lane::silent_since`).
@@ -96,20 +106,10 @@ impl Routing {
             Attempt::Unknown => {
                 for id in frame {
                     if let Some(pending) = self.pending.get_mut(id) {
-                        pending.lost_in_flight = Some(target);
+                        pending.maybe_applied_at = Some(target);
                     }
                 }
-                let retry = match &self.pending[&frame[0]].facts.kind {
-                    RequestKind::Send => self.delivery() == DeliveryGuarantee::AtLeastOnce,
-                    // Storing the same offset twice leaves the same state.
-                    RequestKind::StoreOffset => true,
-                    kind @ (RequestKind::Poll { .. }
-                    | RequestKind::MetadataRead
-                    | RequestKind::SessionRead
-                    | RequestKind::PartitionCommand { .. }
-                    | RequestKind::MetadataWrite(_)) => !kind.is_write(),
-                };
-                if retry {
+                if self.may_write_again(&self.pending[&frame[0]].facts.kind) {
                     self.requeue(now, frame, &place);
                 } else {
                     let node = node_of(target);

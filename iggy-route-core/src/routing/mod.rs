@@ -77,9 +77,10 @@ pub(crate) struct Pending {
     pub(crate) completed: bool,
     /// The answer it ends with at its deadline while it waits to read its topic again.
     pub(crate) doubted: Option<RequestError>,
-    /// Where an attempt of it was lost in flight: it may have taken effect there,
-    /// whatever follows.
-    pub(crate) lost_in_flight: Option<Target>,
+    /// Where an attempt of it may have taken effect (lost in flight, answered 57 and then
+    /// not admitted, a group offset's commit poll served): whatever follows, it may be
+    /// stored.
+    pub(crate) maybe_applied_at: Option<Target>,
 }
 
 /// Whether accepting a request checks the bounds, or it takes the room of the request it
@@ -258,7 +259,7 @@ impl Routing {
                 past_end_from: None,
                 completed: false,
                 doubted: None,
-                lost_in_flight: None,
+                maybe_applied_at: None,
             },
         );
         trace!(request = %id, ?place, "submitted");
@@ -364,7 +365,7 @@ impl Routing {
                 past_end_from: None,
                 completed: false,
                 doubted: None,
-                lost_in_flight: None,
+                maybe_applied_at: None,
             },
         );
         trace!(request = %id, continues = %after, "submitted first in its lane");
@@ -466,15 +467,6 @@ impl Routing {
         self.lanes.clear();
         self.topics.clear();
         self.timers.clear();
-    }
-
-    /// Fails every pending request with `error` (for example when sign-in is refused).
-    pub fn fail_all(&mut self, now: Instant, error: RequestError) {
-        let now = self.clock(now);
-        let ids: Vec<RequestId> = self.pending.keys().copied().collect();
-        for id in ids {
-            self.complete(now, id, Err(error.clone()));
-        }
     }
 
     fn clock(&mut self, now: Instant) -> Instant {

@@ -1,5 +1,5 @@
-//! A request's end: its deadline, its completion exactly once, and the timing rules the
-//! answers it gets are read by (whether a reply proves a primary, whether an "absent" may
+//! A request's end: its deadline, its completion exactly once, whether it may have taken
+//! effect, and the timing rules the answers it gets are read by (whether a reply proves a primary, whether an "absent" may
 //! predate our own write, the backoff between lookups).
 
 use std::time::{Duration, Instant};
@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, trace};
 
 use super::{
-    Decision, LaneKey, Place, RequestFacts, RequestKind, Routing, RoutingCommands, TimerKey,
+    Decision, LaneKey, Place, RequestFacts, RequestKind, Routing, RoutingCommands, Target, TimerKey,
 };
 use crate::config::DeliveryGuarantee;
 use crate::ids::RequestId;
@@ -39,7 +39,56 @@ impl Routing {
     /// released to the coordinator, which may have written it), or one an earlier attempt
     /// of which was lost in flight. One waiting for its topic or in its lane's queue was
     /// refused, or never written, on every attempt.
-    fn may_have_taken_effect(&self, id: RequestId) -> bool {
+    /// Fails every pending request with `error` (for example when sign-in is refused); a
+    /// write that may have taken effect (on the wire on another link) ends
+    /// `OutcomeUnknown` instead.
+    pub fn fail_all(&mut self, now: Instant, error: RequestError) {
+        let now = self.clock(now);
+        let ids: Vec<RequestId> = self.pending.keys().copied().collect();
+        for id in ids {
+            let error = if self.may_have_taken_effect(id) {
+                RequestError::OutcomeUnknown { node: None }
+            } else {
+                error.clone()
+            };
+            self.complete(now, id, Err(error));
+        }
+    }
+
+    /// An attempt of `id` at `target` may have taken effect although it is not reported
+    /// as such (a group offset's commit poll was served): however it ends, it ends in doubt.
+    /// The sends merged into `id`'s frame, in flight with it, are marked with it.
+    pub fn may_have_applied(&mut self, id: RequestId, target: Target) {
+        let mut frame = vec![id];
+        if let Some(Place::Lane(key)) = self.pending.get(&id).map(|p| &p.place)
+            && let Some(lane) = self.lanes.get(key)
+            && lane.active == Some(id)
+        {
+            frame.extend(lane.riders.iter().copied());
+        }
+        for id in frame {
+            if let Some(pending) = self.pending.get_mut(&id) {
+                pending.maybe_applied_at.get_or_insert(target);
+            }
+        }
+    }
+
+    /// Whether a request of `kind` whose earlier copy may have taken effect may be written
+    /// again: a send under at-least-once, an offset write (storing the same offset twice
+    /// leaves the same state), and anything that only reads.
+    pub(super) fn may_write_again(&self, kind: &RequestKind) -> bool {
+        match kind {
+            RequestKind::Send => self.delivery() == DeliveryGuarantee::AtLeastOnce,
+            RequestKind::StoreOffset => true,
+            kind @ (RequestKind::Poll { .. }
+            | RequestKind::MetadataRead
+            | RequestKind::SessionRead
+            | RequestKind::PartitionCommand { .. }
+            | RequestKind::MetadataWrite(_)) => !kind.is_write(),
+        }
+    }
+
+    pub(super) fn may_have_taken_effect(&self, id: RequestId) -> bool {
         let Some(pending) = self.pending.get(&id) else {
             return false;
         };
@@ -48,7 +97,7 @@ impl Routing {
             Place::Lane(key) => self.lanes.get(key).is_some_and(|lane| lane.in_flight(id)),
             Place::Coordinator => true,
         };
-        pending.facts.kind.is_write() && (on_the_wire || pending.lost_in_flight.is_some())
+        pending.facts.kind.is_write() && (on_the_wire || pending.maybe_applied_at.is_some())
     }
 
     /// `id` waits for its topic to be read again after `error`, which would have ended it
@@ -88,7 +137,7 @@ impl Routing {
         // at-least-once) may be stored, whatever ends its later attempts: a caller told
         // otherwise (a refused sign-in, a shutdown, a refusal of the copy written again)
         // would take it for not stored.
-        let outcome = match (outcome, pending.lost_in_flight) {
+        let outcome = match (outcome, pending.maybe_applied_at) {
             (Err(error), Some(target)) if pending.facts.kind.is_write() && !error.in_doubt() => {
                 Err(RequestError::OutcomeUnknown {
                     node: super::inputs::node_of(target),

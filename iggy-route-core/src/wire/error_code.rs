@@ -164,6 +164,16 @@ impl ErrorCode {
         )
     }
 
+    /// Whether the code leaves the request's outcome open: `RequestAlreadyApplied` (59, a
+    /// copy of it was applied before) and `ShardCommunicationError` (11001, the node could
+    /// not learn what its shard did).
+    pub fn says_outcome_unknown(self) -> bool {
+        matches!(
+            self,
+            Self::RequestAlreadyApplied | Self::ShardCommunicationError
+        )
+    }
+
     /// Whether the code says that there is no membership to end: the group (or its stream,
     /// topic or partition) is not there, or the client is not one of its members.
     pub fn names_no_membership(self) -> bool {

@@ -56,6 +56,10 @@ impl IntoIggyError for ClientError {
 impl IntoIggyError for RequestError {
     fn into_iggy_error(self) -> IggyError {
         match self {
+            // A code that leaves the outcome open (59, 11001): "may have been stored".
+            RequestError::Server { code } if code.says_outcome_unknown() => {
+                IggyError::TransientNotCommitted
+            }
             // The server's own code, turned into `IggyError` as the SDK turns a reply's
             // status (`IggyError::from_code`). A sign-in refusal and an eviction carry the
             // code the SDK reports for them too.
