@@ -11,7 +11,7 @@ use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use mio::{Poll, Waker};
 
-use crate::io_loop::{Admission, Command, Dialer, IoLoop, WAKER};
+use crate::driver::{Admission, Command, Dialer, Driver, WAKER};
 use crate::probe::probe_delay;
 use crate::resolve::{Lookup, Resolver, system_lookup};
 use crate::responder::{Outcome, Responder};
@@ -118,7 +118,7 @@ impl Client {
             // A waker that fails leaves the membership to the loop's next wake-up.
             let _ = loop_waker.wake();
         });
-        let io_loop = IoLoop::new(
+        let driver = Driver::new(
             poll,
             router,
             dialer,
@@ -129,7 +129,7 @@ impl Client {
         .with_claims(claims.clone());
         let io_thread = std::thread::Builder::new()
             .name("iggy-route-io".to_owned())
-            .spawn(move || tracing::info_span!("iggy_route").in_scope(|| io_loop.run()))?;
+            .spawn(move || tracing::info_span!("iggy_route").in_scope(|| driver.run()))?;
         let client = Client {
             shared: Arc::new(Shared {
                 commands,

@@ -84,7 +84,7 @@
 mod client;
 mod connection;
 pub mod consumer;
-mod io_loop;
+mod driver;
 mod probe;
 pub mod producer;
 mod resolve;

@@ -33,7 +33,7 @@ const ABANDONED_SWEEP: Duration = Duration::from_millis(20);
 /// Events from connection tasks waiting for the driver.
 pub(crate) const IO_QUEUE_LEN: usize = 256;
 
-pub(crate) type ReplySender = oneshot::Sender<Result<Reply, ClientError>>;
+pub(crate) type Responder = oneshot::Sender<Result<Reply, ClientError>>;
 
 /// What a caller does when the router has no room for its request.
 #[derive(Debug, Clone, Copy)]
@@ -51,7 +51,7 @@ pub(crate) enum Admission {
 pub(crate) enum Command {
     Submit {
         request: Request,
-        reply: ReplySender,
+        reply: Responder,
         admission: Admission,
     },
     Shutdown {
@@ -89,7 +89,7 @@ pub(crate) struct Driver {
     router: Router,
     links: HashMap<LinkId, LinkTasks>,
     /// The caller of every request the router took (also those waiting for room in it).
-    pending: HashMap<RequestId, ReplySender>,
+    pending: HashMap<RequestId, Responder>,
     io_events: mpsc::Sender<IoEvent>,
     stats: Arc<Mutex<Stats>>,
     /// `Client::connect` waits on this until the session signed in or cannot.
@@ -243,7 +243,7 @@ impl Driver {
 
     /// A caller's request, to the router: one that may wait for room waits in the
     /// router's line until its deadline, a try is refused at once.
-    fn submit(&mut self, request: Request, reply: ReplySender, admission: Admission) {
+    fn submit(&mut self, request: Request, reply: Responder, admission: Admission) {
         let now = Instant::now();
         let submitted = match admission {
             Admission::Wait { deadline } => self.router.submit_waiting(now, request, deadline),

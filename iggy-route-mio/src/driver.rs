@@ -1,6 +1,6 @@
-//! The I/O thread: one `mio::Poll` loop that owns the [`Router`] and every socket, and
-//! follows the router's drive contract: feed one input, drain `poll_output` to `None`
-//! carrying out each output, then poll until the next readiness, command or deadline.
+//! The driver: the I/O thread, one `mio::Poll` loop that owns the [`Router`] and every
+//! socket. It follows the router's drive contract: feed one input, drain `poll_output` to
+//! `None` carrying out each output, then poll until the next readiness, command or deadline.
 //!
 //! Backpressure is the router's: a call that may wait for room is submitted with
 //! `Router::submit_waiting` and its deadline, and the router keeps it in line and ends it.
@@ -61,7 +61,7 @@ pub(crate) enum Admission {
 }
 
 #[derive(Debug)]
-pub(crate) struct IoLoop {
+pub(crate) struct Driver {
     poll: Poll,
     router: Router,
     connections: HashMap<LinkId, Connection>,
@@ -84,11 +84,11 @@ pub(crate) struct IoLoop {
     /// another link's span is entered; nesting there would chain every link's span to the
     /// one before it, one level per reconnect for the client's whole life.
     loop_span: tracing::Span,
-    /// The client's consumer-group claims (see `IoLoop::with_claims`).
+    /// The client's consumer-group claims (see `Driver::with_claims`).
     claims: Option<GroupClaims>,
 }
 
-impl IoLoop {
+impl Driver {
     pub(crate) fn new(
         poll: Poll,
         router: Router,

@@ -12,7 +12,7 @@ use mio::Token;
 use mio::event::Event as Readiness;
 use tracing::{debug, debug_span, warn};
 
-use super::IoLoop;
+use super::Driver;
 use crate::connection::{ConnectState, Connection};
 use crate::probe::{PROBE_BIT, Probe};
 use crate::resolve::{Resolution, Resolver};
@@ -38,7 +38,7 @@ pub(super) struct Resolving {
     tls: Option<Box<TlsSession>>,
 }
 
-impl IoLoop {
+impl Driver {
     pub(super) fn socket_ready(&mut self, readiness: &Readiness) {
         let link = LinkId(readiness.token().0 as u64);
         let Some(connection) = self.connections.get_mut(&link) else {
