@@ -99,12 +99,12 @@ impl ProducerModes for Client {
     type Background = Background;
 }
 
-/// A direct producer: checked by `ProducerConfig::validate_direct`.
+/// A direct producer.
 impl StartProducer<Direct> for Client {
     type Producer = Producer<Direct>;
+    const BACKGROUND: bool = false;
 
     fn start(self, settings: ProducerSettings) -> Result<Producer<Direct>, ClientError> {
-        settings.config.validate_direct()?;
         let direct = Direct {
             client: self,
             producer: DirectProducer::new(settings),
@@ -115,14 +115,13 @@ impl StartProducer<Direct> for Client {
     }
 }
 
-/// A background producer, with its thread started: checked by
-/// `ProducerConfig::validate_background`; `ClientError::Io` when the thread cannot be
-/// spawned.
+/// A background producer, with its thread started; `ClientError::Io` when the thread
+/// cannot be spawned.
 impl StartProducer<Background> for Client {
     type Producer = Producer<Background>;
+    const BACKGROUND: bool = true;
 
     fn start(self, settings: ProducerSettings) -> Result<Producer<Background>, ClientError> {
-        settings.config.validate_background()?;
         let background = Background::start(self, settings)?;
         Ok(Producer {
             mode: Arc::new(background),

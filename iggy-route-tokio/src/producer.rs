@@ -8,7 +8,7 @@
 //!   buffered, with a [`Delivery`] that resolves to the call's own receipt. One task per
 //!   producer cuts the buffer into batches (full, lingered `linger_time`, or flushed) and
 //!   submits them in order, up to `max_in_flight` at once; the core's
-//!   [`ProducerState`](iggy_route_core::client::producer::ProducerState) decides all of
+//!   `ProducerState` decides all of
 //!   that (and who waits for room, and which flush is over), and the task only carries it
 //!   out.
 //!
@@ -79,12 +79,12 @@ impl ProducerModes for Client {
     type Background = Background;
 }
 
-/// A direct producer: checked by `ProducerConfig::validate_direct`.
+/// A direct producer.
 impl StartProducer<Direct> for Client {
     type Producer = Producer<Direct>;
+    const BACKGROUND: bool = false;
 
     fn start(self, settings: ProducerSettings) -> Result<Producer<Direct>, ClientError> {
-        settings.config.validate_direct()?;
         let mode = Direct {
             client: self,
             producer: DirectProducer::new(settings),
@@ -95,13 +95,13 @@ impl StartProducer<Direct> for Client {
     }
 }
 
-/// A background producer, and its task, spawned on the current tokio runtime: checked by
-/// `ProducerConfig::validate_background`; `ClientError::Io` outside a tokio runtime.
+/// A background producer, and its task, spawned on the current tokio runtime;
+/// `ClientError::Io` outside a tokio runtime.
 impl StartProducer<Background> for Client {
     type Producer = Producer<Background>;
+    const BACKGROUND: bool = true;
 
     fn start(self, settings: ProducerSettings) -> Result<Producer<Background>, ClientError> {
-        settings.config.validate_background()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|error| {
             ClientError::Io(std::io::Error::other(format!(
                 "a background producer needs a tokio runtime: {error}"

@@ -1,7 +1,6 @@
 //! The producer builder both adapters hand out from `Client::producer`: the settings a user
-//! chooses and the mode, written once. Building is the adapter's ([`StartProducer`]): it
-//! checks the settings with the core's rule for the mode and starts the producer on its
-//! own tasks or threads.
+//! chooses and the mode, written once, and the check of the settings for the mode. Starting
+//! the producer on its own tasks or threads is the adapter's ([`StartProducer`]).
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -26,10 +25,14 @@ pub trait StartProducer<Mode>: Sized {
     /// The producer started.
     type Producer;
 
-    /// Checks `settings` with the core's rule for the mode and starts the producer.
+    /// Whether `Mode` buffers and submits in the background. It decides which of the
+    /// core's rules checks the settings before [`start`](Self::start) sees them.
+    const BACKGROUND: bool;
+
+    /// Starts the producer with settings the core has checked for the mode.
     ///
     /// # Errors
-    /// A setting the mode refuses (`ClientError::Config`), or what starting it met.
+    /// What starting it met (`ClientError::Io` when a task or thread cannot start).
     fn start(self, settings: ProducerSettings) -> Result<Self::Producer, ClientError>;
 }
 
@@ -121,13 +124,18 @@ impl<C, Mode> ProducerBuilder<C, Mode> {
 
     /// The producer. Fails with `ClientError::Config` for a setting the mode refuses (a
     /// zero bound; in background mode also a duration over a day, see
-    /// [`ProducerConfig::validate_background`](super::ProducerConfig::validate_background)),
+    /// `ProducerConfig::validate_background`),
     /// and with `ClientError::Io` when the adapter cannot start the producer's task or
     /// thread.
     pub fn build(self) -> Result<C::Producer, ClientError>
     where
         C: StartProducer<Mode>,
     {
+        if C::BACKGROUND {
+            self.settings.config.validate_background()?;
+        } else {
+            self.settings.config.validate_direct()?;
+        }
         self.client.start(self.settings)
     }
 
