@@ -67,7 +67,7 @@
 //! # One send, start to end
 //! A steady-state send (the partition's route known, a data link to its primary idle)
 //! visits each layer once on the way out and once on the way back:
-//! 1. The adapter's `send` builds a [`client::Call`] and calls [`Router::submit`] with
+//! 1. The adapter's `send` builds a `client::Call` and calls [`Router::submit`] with
 //!    the [`Request`]. The router checks its shape (`Request::validate`), stamps message
 //!    ids, and keeps it in its request table.
 //! 2. It hands the request's `routing::RequestFacts` to `routing::Routing::admit`. The

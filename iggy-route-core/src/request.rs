@@ -162,7 +162,7 @@ pub struct StoreOffsetRequest {
 }
 
 /// A command the router carries without reading it: its code, its body as the wire carries
-/// it (encoded by the caller, usually a [`Call`](crate::client::Call) constructor), and the
+/// it (encoded by the caller, usually a `client::Call` constructor), and the
 /// plane that decides which node serves it. Its reply comes back as a [`ReplyPayload`] for
 /// the caller to decode. Every command of the protocol beyond sends, polls, offset stores
 /// and the creates and reads routing itself depends on goes this way, so adding one takes

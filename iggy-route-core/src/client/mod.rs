@@ -1,12 +1,12 @@
 //! What the adapters' clients share and that does no I/O: the [`ClientError`] they return,
-//! each operation as a [`Call`] (request and reply kind), and the small conversions both
+//! each operation as a `Call` (request and reply kind), and the small conversions both
 //! transports need. The adapters keep their transports, the clock and the process id: the
 //! functions here take time and entropy as arguments.
 //!
 //! The operations both clients expose are one list,
-//! [`for_each_operation!`](crate::for_each_operation), that each adapter turns into methods
+//! `for_each_operation!`, that each adapter turns into methods
 //! (async on tokio, blocking on mio). To add an operation, add one entry to the list (and
-//! its [`Call`] constructor); both clients gain the method.
+//! its `Call` constructor); both clients gain the method.
 
 mod call;
 mod calls_admin;
@@ -26,9 +26,14 @@ mod tests;
 
 use std::io;
 
-pub use call::{Call, ExpectedReply};
-pub use connect_wait::ConnectWait;
 pub use error::ClientError;
+
+// The adapters' kit: public for them, not for users.
+#[doc(hidden)]
+pub use call::{Call, ExpectedReply};
+#[doc(hidden)]
+pub use connect_wait::ConnectWait;
+#[doc(hidden)]
 pub use probe::{PROBE_LEN, ProbeVerdict, probe_delay, probe_request, probe_verdict};
 
 use crate::ConnectError;
@@ -37,6 +42,7 @@ use crate::request::RequestError;
 use crate::wire::{Identifier, Message};
 
 /// Converts a stream or topic argument (`u32`, `&str` or [`Identifier`]) to an identifier.
+#[doc(hidden)]
 pub fn identifier(
     value: impl TryInto<Identifier, Error: Into<ClientError>>,
 ) -> Result<Identifier, ClientError> {
@@ -45,6 +51,7 @@ pub fn identifier(
 
 /// Gives every message without a producer timestamp `now_micros` (µs since the Unix epoch),
 /// as the SDK does; timestamps the caller set are kept.
+#[doc(hidden)]
 pub fn stamp_origin_timestamps(messages: &mut [Message], now_micros: u64) {
     for message in messages.iter_mut().filter(|m| m.origin_timestamp == 0) {
         message.origin_timestamp = now_micros;
@@ -53,6 +60,7 @@ pub fn stamp_origin_timestamps(messages: &mut [Message], now_micros: u64) {
 
 /// How a failed TCP connect is reported to the router: the kinds that mean "nobody
 /// answered there" are `Unreachable`, and any other error is `Other` with its message.
+#[doc(hidden)]
 pub fn connect_error(error: &io::Error) -> ConnectError {
     let unreachable = matches!(
         error.kind(),

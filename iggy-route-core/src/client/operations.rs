@@ -67,6 +67,7 @@
 /// [`Call`]: crate::client::Call
 /// [`Call::stamp_origin_timestamps`]: crate::client::Call::stamp_origin_timestamps
 #[macro_export]
+#[doc(hidden)]
 macro_rules! for_each_operation {
     ($callback:ident) => { $callback! {
     /// Appends `messages` to the partition `partitioning` picks, on that partition's

@@ -40,7 +40,10 @@ mod claims;
 mod state;
 
 pub use builder::ConsumerBuilder;
+// The adapters' kit: public for them, not for users.
+#[doc(hidden)]
 pub use claims::{GroupClaim, GroupClaims, ResolvedGroup};
+#[doc(hidden)]
 pub use state::ConsumerState;
 
 /// Who consumes.
@@ -164,6 +167,7 @@ pub struct ConsumerStats {
 }
 
 /// What the adapter does next.
+#[doc(hidden)]
 #[derive(Debug)]
 pub enum Step {
     /// Submit this request and hand its answer to [`ConsumerState::answer`].

@@ -1,7 +1,7 @@
 //! The producers' rules, written once for both adapters (the SDK 0.11.0's `IggyProducer`):
-//! their settings and the one check of them ([`ProducerConfig::validate_background`]), how
-//! a direct send is cut into chunks and counted ([`DirectProducer`]), and a background
-//! producer's buffer ([`ProducerBuffer`]) and bookkeeping ([`ProducerState`]: waiting for
+//! their settings and the one check of them (`ProducerConfig::validate_background`), how
+//! a direct send is cut into chunks and counted (`DirectProducer`), and a background
+//! producer's buffer (`ProducerBuffer`) and bookkeeping (`ProducerState`: waiting for
 //! room, flushes, failures, shutdown). All of it is sans-IO: the adapters pass `now` in and
 //! own the tasks, threads, channels and clients that carry it out.
 
@@ -12,14 +12,21 @@ mod config;
 mod direct;
 mod output;
 
+pub use builder::ProducerBuilder;
+pub use config::{BackgroundConfig, Backpressure, ErrorCallback};
+
+// The adapters' kit: public for them, not for users.
+#[doc(hidden)]
 pub use background::{Offered, ProducerState, Refusal, SharedState, WaitId};
+#[doc(hidden)]
 pub use buffer::ProducerBuffer;
-pub use builder::{ProducerBuilder, ProducerModes, StartProducer};
-pub use config::{
-    BackgroundConfig, Backpressure, ErrorCallback, LONGEST_PRODUCER_WAIT, ProducerConfig,
-    ProducerSettings,
-};
+#[doc(hidden)]
+pub use builder::{ProducerModes, StartProducer};
+#[doc(hidden)]
+pub use config::{LONGEST_PRODUCER_WAIT, ProducerConfig, ProducerSettings};
+#[doc(hidden)]
 pub use direct::{DirectCall, DirectProducer, chunks};
+#[doc(hidden)]
 pub use output::{Handles, Output};
 
 use crate::client::ClientError;
@@ -51,14 +58,17 @@ pub enum ProducerError {
 }
 
 /// The adapter's id of one send call.
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Ticket(pub u64);
 
 /// The producer's id of one submitted batch.
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BatchId(pub u64);
 
 /// Why a send call was not buffered.
+#[doc(hidden)]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PushError {
@@ -84,6 +94,7 @@ pub enum PushError {
 }
 
 /// A batch to submit, in order, to the client's router.
+#[doc(hidden)]
 #[derive(Debug)]
 pub struct Batch {
     /// Its id, for [`ProducerBuffer::complete`].
@@ -93,6 +104,7 @@ pub struct Batch {
 }
 
 /// The outcome of one send call.
+#[doc(hidden)]
 #[derive(Debug, Clone)]
 pub struct Settled {
     /// The call.
