@@ -87,11 +87,14 @@
 //!
 //! ```ignore
 //! use std::sync::Arc;
-//! use iggy_common::Client as _;
+//! use iggy_route_tokio::IntoIggyError;
 //!
-//! let client: Arc<dyn iggy_common::Client> =
-//!     Arc::new(iggy_route_tokio::Client::from_connection_string(url).await?);
-//! client.create_stream("orders").await?;
+//! let client: Arc<dyn iggy_common::Client> = Arc::new(
+//!     iggy_route_tokio::Client::from_connection_string(url)
+//!         .await
+//!         .map_err(IntoIggyError::into_iggy_error)?,
+//! );
+//! client.create_stream("orders").await?; // an IggyError on failure, as on the SDK
 //! ```
 //!
 //! Each method calls the native one of the same name (same routing, the SDK's types and

@@ -76,9 +76,9 @@
 //! | `Request(TopicNotFound)` | `TopicIdNotFound` (2010); from `send_messages` to a named partition, `ResourceNotFound` (20), the server's answer to such a send (a balanced or keyed send keeps 2010, as the SDK reads the topic first for those) | no such stream or topic |
 //! | `Request(PartitionOutOfRange)` | `PartitionNotFound` (3007); from `send_messages`, `ResourceNotFound` (20), as above, except a balanced or keyed send to a topic with no partition: `TopicIdNotFound` (2010), as the SDK reports it | |
 //! | `Request(NoRoute)`, `Request(TimedOut { in_doubt: false })` | `TransientNotAccepted` (58) | no node admitted it (none could be found, or its deadline passed before one did, or it only read); nothing stored, may be sent again |
-//! | `Request(Malformed)`, `UnexpectedReply` | `InvalidFormat` (4) | a reply that does not decode |
+//! | `Request(Malformed)`, `UnexpectedReply` | `InvalidFormat` (4) | a reply that does not decode, or of another kind than the request: the node read the request, so a write may be stored (natively, `in_doubt()` is true) |
 //! | `QueueFull`, `Request(QueueFull)`, `Submit(QueueFull)` | `BackgroundSendBufferFull` (4053) | too many requests waiting; nothing sent |
-//! | `Closed`, `Request(Shutdown)`, `Request(Closed)`, `Submit(Closed)` | `ClientShutdown` (63) | |
+//! | `Closed`, `Request(Shutdown)`, `Request(Closed)`, `Submit(Closed)` | `ClientShutdown` (63) | after the program's `shutdown`, nothing was sent (a write in flight at the shutdown ends 57); `Closed` also ends a call whose client stopped under it (its task panicked, its runtime went away), whose write may be stored |
 //! | `Submit(FrameTooLarge)` | `CommandLengthError` (4029) | nothing sent |
 //! | `Submit(EmptyBatch)`, `Submit(EmptyPoll)` | `InvalidMessagesCount` (4009) | nothing sent |
 //! | `Submit(Invalid)`, `Invalid` | `InvalidFormat` (4) | nothing sent |
