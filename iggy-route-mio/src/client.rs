@@ -5,7 +5,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::client::{Call, ClientError, ConnectWait};
+use iggy_route_core::client::{Call, ClientError, ConnectWait, SessionWatch};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
@@ -15,7 +15,7 @@ use crate::driver::{Admission, Command, Dialer, Driver, WAKER};
 use crate::probe::probe_delay;
 use crate::resolve::{Lookup, Resolver, system_lookup};
 use crate::responder::{Outcome, Responder};
-use crate::session_wait::{SessionWatch, wait_for_session};
+use crate::session_wait::wait_for_session;
 use crate::tls::TlsSettings;
 
 /// A blocking Iggy client whose every request goes to the node that can admit it. Clone it
@@ -103,7 +103,10 @@ impl Client {
         let poll = Poll::new()?;
         let (session_ready, session_signal) = mpsc::channel();
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
-        let session = SessionWatch::new(session_ready, &config);
+        let session = SessionWatch::new(&config, move |outcome| {
+            // `connect` may have given up waiting; then nobody listens.
+            let _ = session_ready.send(outcome);
+        });
         let probe_delay = probe_delay(config.connect_timeout);
         let router = Router::new(config, entropy_seed()?, Instant::now());
         let (commands, command_queue) = mpsc::channel();

@@ -13,8 +13,8 @@ use std::sync::mpsc::{self, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::GroupClaims;
+use iggy_route_core::client::{ClientError, SessionWatch};
 use iggy_route_core::{LinkId, Output, Request, RequestId, Router, Stats};
 use mio::{Events, Poll, Token};
 use tracing::{error, trace};
@@ -22,7 +22,6 @@ use tracing::{error, trace};
 use crate::connection::Connection;
 use crate::probe::{PROBE_BIT, Probe};
 use crate::responder::Responder;
-use crate::session_wait::SessionWatch;
 
 mod links;
 

@@ -1,66 +1,12 @@
 //! How [`Client::connect`](crate::Client::connect) learns from the I/O thread that its
-//! session signed in, or why it never will. The rule is the core's
-//! [`ConnectWait`](iggy_route_core::client::ConnectWait); this carries its outcome over a
-//! channel, once.
+//! session signed in, or why it never will. The rule, and the bookkeeping of the I/O
+//! thread's side, are the core's (`SessionWatch`, which hands its outcome to a channel
+//! once); this is the caller's side of that channel.
 
 use std::sync::mpsc;
 use std::time::Duration;
 
-use iggy_route_core::client::{ClientError, ConnectWait};
-use iggy_route_core::{Config, Event, NodeId, TlsError};
-
-/// Where `Client::connect` waits for the session: signed in, or why not.
-pub(crate) type SessionReady = mpsc::Sender<Result<(), ClientError>>;
-
-/// The I/O thread's side: the core's wait, and the channel its outcome goes over.
-#[derive(Debug)]
-pub(crate) struct SessionWatch {
-    ready: Option<SessionReady>,
-    wait: ConnectWait,
-}
-
-impl SessionWatch {
-    pub(crate) fn new(ready: SessionReady, config: &Config) -> Self {
-        Self {
-            ready: Some(ready),
-            wait: ConnectWait::new(config),
-        }
-    }
-
-    /// Whether `connect` has had its answer (TLS failures are then the router's to retry).
-    pub(crate) fn is_settled(&self) -> bool {
-        self.wait.is_settled()
-    }
-
-    /// An event of the router, which may settle the wait.
-    pub(crate) fn event(&mut self, event: &Event) {
-        let outcome = self.wait.on_event(event);
-        self.send(outcome);
-    }
-
-    /// A link to `node` failed its TLS handshake (or never finished it).
-    pub(crate) fn tls_failed(&mut self, node: NodeId, error: &TlsError) {
-        let outcome = self.wait.on_tls_failure(node, error.clone());
-        self.send(outcome);
-    }
-
-    /// The loop stops while `connect` may still wait: a `connect` that ran out of time
-    /// stops it and then reads the channel, and the TLS failure met, if any, says more
-    /// than the bare timeout.
-    pub(crate) fn stopped(&mut self) {
-        let outcome = self.wait.give_up().map(Err);
-        self.send(outcome);
-    }
-
-    fn send(&mut self, outcome: Option<Result<(), ClientError>>) {
-        if let Some(outcome) = outcome
-            && let Some(ready) = self.ready.take()
-        {
-            // `connect` may have given up waiting; then nobody listens.
-            let _ = ready.send(outcome);
-        }
-    }
-}
+use iggy_route_core::client::ClientError;
 
 /// The client's side: waits up to `budget` for the outcome. Past it, `stop` stops the I/O
 /// thread (which then says why it gave up: the last TLS failure met, else
@@ -90,7 +36,8 @@ mod tests {
 
     use std::time::Instant;
 
-    use iggy_route_core::{Credentials, LinkId, LinkRole};
+    use iggy_route_core::client::SessionWatch;
+    use iggy_route_core::{Config, Credentials, Event, LinkId, LinkRole, NodeId, TlsError};
 
     use super::*;
 
@@ -101,7 +48,10 @@ mod tests {
         let seeds = vec!["127.0.0.1:1".to_owned(), "127.0.0.1:2".to_owned()];
         let config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
         let (sender, receiver) = mpsc::channel();
-        (SessionWatch::new(sender, &config), receiver)
+        let watch = SessionWatch::new(&config, move |outcome| {
+            let _ = sender.send(outcome);
+        });
+        (watch, receiver)
     }
 
     #[test]
@@ -110,7 +60,7 @@ mod tests {
             reason: "UnknownIssuer".to_owned(),
         };
         let (mut watch, news) = watched();
-        watch.tls_failed(NodeId(0), &rejected);
+        watch.tls_failed(LinkId(1), NodeId(0), rejected.clone());
         assert!(watch.is_settled());
         let outcome = wait_for_session(&news, BUDGET, || panic!("not stopped"));
         assert!(matches!(outcome, Err(ClientError::Tls(e)) if e == rejected));
@@ -122,7 +72,7 @@ mod tests {
         let watch = std::cell::RefCell::new(watch);
         watch
             .borrow_mut()
-            .tls_failed(NodeId(0), &TlsError::HandshakeTimedOut);
+            .tls_failed(LinkId(1), NodeId(0), TlsError::HandshakeTimedOut);
         let started = Instant::now();
         let outcome = wait_for_session(&news, BUDGET, || watch.borrow_mut().stopped());
         assert!(started.elapsed() >= BUDGET);
@@ -139,15 +89,15 @@ mod tests {
     #[test]
     fn a_signed_in_session_settles_the_wait_and_later_failures_are_not_sent() {
         let (mut watch, news) = watched();
-        watch.tls_failed(NodeId(0), &TlsError::HandshakeTimedOut);
+        watch.tls_failed(LinkId(1), NodeId(0), TlsError::HandshakeTimedOut);
         watch.event(&Event::LinkUp {
             link: LinkId(1),
             node: NodeId(0),
             role: LinkRole::Coordinator,
         });
         assert!(watch.is_settled());
-        watch.tls_failed(NodeId(0), &TlsError::NotTls);
-        watch.tls_failed(NodeId(1), &TlsError::NotTls);
+        watch.tls_failed(LinkId(1), NodeId(0), TlsError::NotTls);
+        watch.tls_failed(LinkId(1), NodeId(1), TlsError::NotTls);
         watch.stopped();
         assert!(wait_for_session(&news, BUDGET, || panic!("not stopped")).is_ok());
         assert!(news.try_recv().is_err(), "nothing after the answer");

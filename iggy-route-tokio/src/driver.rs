@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::GroupClaims;
+use iggy_route_core::client::{ClientError, SessionWatch};
 use iggy_route_core::{
     CloseReason, Config, ConnectError, Credentials, LinkId, NodeId, Output, Reply, Request,
     RequestId, Router, Stats, TlsError,
@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use tracing::{Instrument, debug_span, error, trace};
 
 use crate::connection::{self, IoEvent};
-use crate::session_wait::{SessionReady, SessionWatch};
+use crate::session_wait::SessionReady;
 use crate::tls::Tls;
 
 /// Inputs handled per wake before the driver yields to the runtime, so a flood of bytes
@@ -124,7 +124,10 @@ impl Driver {
             pending: HashMap::new(),
             io_events,
             stats,
-            session: SessionWatch::new(session_ready, config),
+            session: SessionWatch::new(config, move |outcome| {
+                // `connect` may have given up waiting; then nobody listens.
+                let _ = session_ready.send(outcome);
+            }),
             tls,
             stopping: false,
             swept_at: Instant::now(),

@@ -1,65 +1,16 @@
 //! How [`Client::connect`](crate::Client::connect) learns from the driver that its session
-//! signed in, or why it never will. The rule is the core's
-//! [`ConnectWait`](iggy_route_core::client::ConnectWait); this carries its outcome over a
-//! channel, once.
+//! signed in, or why it never will. The rule, and the bookkeeping of the driver's side,
+//! are the core's (`SessionWatch`, which hands its outcome to a channel once); this is the
+//! caller's side of that channel.
 
 use std::future::Future;
 use std::time::Duration;
 
-use iggy_route_core::client::{ClientError, ConnectWait};
-use iggy_route_core::{Config, Event, LinkId, NodeId, TlsError};
+use iggy_route_core::client::ClientError;
 use tokio::sync::oneshot;
-use tracing::warn;
 
 /// Where `Client::connect` waits for the session: signed in, or why not.
 pub(crate) type SessionReady = oneshot::Sender<Result<(), ClientError>>;
-
-/// The driver's side: the core's wait, and the channel its outcome goes over.
-#[derive(Debug)]
-pub(crate) struct SessionWatch {
-    ready: Option<SessionReady>,
-    wait: ConnectWait,
-}
-
-impl SessionWatch {
-    pub(crate) fn new(ready: SessionReady, config: &Config) -> Self {
-        Self {
-            ready: Some(ready),
-            wait: ConnectWait::new(config),
-        }
-    }
-
-    /// An event of the router, which may settle the wait.
-    pub(crate) fn event(&mut self, event: &Event) {
-        let outcome = self.wait.on_event(event);
-        self.send(outcome);
-    }
-
-    /// A link's TLS session failed to come up. It is logged whenever it happens (the router
-    /// handles the link as any failed connect); while `connect` waits, it may end the wait.
-    pub(crate) fn tls_failed(&mut self, link: LinkId, node: NodeId, error: TlsError) {
-        warn!(%link, %node, %error, "TLS failed; handled as a failed connect");
-        let outcome = self.wait.on_tls_failure(node, error);
-        self.send(outcome);
-    }
-
-    /// The driver stops while `connect` may still wait: a `connect` that ran out of time
-    /// stops it and then reads the channel, and the TLS failure met, if any, says more
-    /// than the bare timeout.
-    pub(crate) fn stopped(&mut self) {
-        let outcome = self.wait.give_up().map(Err);
-        self.send(outcome);
-    }
-
-    fn send(&mut self, outcome: Option<Result<(), ClientError>>) {
-        if let Some(outcome) = outcome
-            && let Some(ready) = self.ready.take()
-        {
-            // `connect` may have given up waiting; then nobody listens.
-            let _ = ready.send(outcome);
-        }
-    }
-}
 
 /// The client's side: waits up to `budget` for the outcome. Past it, `stop` stops the
 /// driver (which then says why it gave up: the last TLS failure met, else
@@ -90,7 +41,8 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::time::Instant;
 
-    use iggy_route_core::{Credentials, LinkRole};
+    use iggy_route_core::client::SessionWatch;
+    use iggy_route_core::{Config, Credentials, Event, LinkId, LinkRole, NodeId, TlsError};
 
     use super::*;
 
@@ -103,7 +55,10 @@ mod tests {
         let mut config = Config::new(seeds, Credentials::user("iggy", "iggy").unwrap());
         config.connect_timeout = BUDGET / 3;
         let (sender, receiver) = oneshot::channel();
-        (SessionWatch::new(sender, &config), receiver)
+        let watch = SessionWatch::new(&config, move |outcome| {
+            let _ = sender.send(outcome);
+        });
+        (watch, receiver)
     }
 
     async fn never_stopped() {

@@ -12,12 +12,15 @@
 //! `ConnectTimedOut`.
 
 use std::collections::BTreeSet;
+use std::fmt;
 use std::time::Duration;
+
+use tracing::{debug, warn};
 
 use super::{ClientError, session_signal};
 use crate::config::{Config, TlsError};
 use crate::event::Event;
-use crate::ids::NodeId;
+use crate::ids::{LinkId, NodeId};
 
 /// `connect` waits this many connect timeouts for the session to sign in.
 const CONNECT_ATTEMPTS: u32 = 3;
@@ -112,6 +115,81 @@ impl ConnectWait {
         self.settled = true;
         self.latest = None;
         Some(outcome)
+    }
+}
+
+/// Where a settled wait's outcome goes: the adapter's channel to the caller of `connect`.
+type Ready = Box<dyn FnOnce(Result<(), ClientError>) + Send>;
+
+/// The adapter's side of one `connect`: the [`ConnectWait`], fed by the router's events and
+/// the adapter's TLS failures, and `ready`, which hears its outcome once. Both adapters keep
+/// one in their driver, and it also decides which TLS failures are worth a warning.
+pub struct SessionWatch {
+    wait: ConnectWait,
+    ready: Option<Ready>,
+}
+
+impl fmt::Debug for SessionWatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionWatch")
+            .field("wait", &self.wait)
+            .field("heard", &self.ready.is_none())
+            .finish()
+    }
+}
+
+impl SessionWatch {
+    /// The watch of a client made from `config`; `ready` is called once, with the outcome
+    /// (a caller that gave up waiting is the adapter's to ignore).
+    pub fn new(
+        config: &Config,
+        ready: impl FnOnce(Result<(), ClientError>) + Send + 'static,
+    ) -> Self {
+        Self {
+            wait: ConnectWait::new(config),
+            ready: Some(Box::new(ready)),
+        }
+    }
+
+    /// Whether `connect` has had its answer.
+    pub fn is_settled(&self) -> bool {
+        self.wait.is_settled()
+    }
+
+    /// An event of the router, which may settle the wait.
+    pub fn event(&mut self, event: &Event) {
+        let outcome = self.wait.on_event(event);
+        self.send(outcome);
+    }
+
+    /// `link`'s TLS session to `node` failed to come up (or never finished); the router
+    /// handles the link as any failed connect. While `connect` waits, the failure may end
+    /// the wait, and `connect` reports it. Once the session is up, the router retries the
+    /// node after its backoff, and only a failure that retrying will not mend is warned of.
+    pub fn tls_failed(&mut self, link: LinkId, node: NodeId, error: TlsError) {
+        if self.is_settled() && (error.is_fatal() || error == TlsError::NotTls) {
+            warn!(%link, %node, %error, "TLS failed; the node is retried after its backoff");
+        } else {
+            debug!(%link, %node, %error, "TLS failed; handled as a failed connect");
+        }
+        let outcome = self.wait.on_tls_failure(node, error);
+        self.send(outcome);
+    }
+
+    /// The driver stops while `connect` may still wait: a `connect` that ran out of time
+    /// stops it and then reads the outcome, and the TLS failure met, if any, says more than
+    /// the bare timeout.
+    pub fn stopped(&mut self) {
+        let outcome = self.wait.give_up().map(Err);
+        self.send(outcome);
+    }
+
+    fn send(&mut self, outcome: Option<Result<(), ClientError>>) {
+        if let Some(outcome) = outcome
+            && let Some(ready) = self.ready.take()
+        {
+            ready(outcome);
+        }
     }
 }
 

@@ -32,7 +32,7 @@ pub use error::ClientError;
 #[doc(hidden)]
 pub use call::{Call, ExpectedReply};
 #[doc(hidden)]
-pub use connect_wait::ConnectWait;
+pub use connect_wait::{ConnectWait, SessionWatch};
 #[doc(hidden)]
 pub use probe::{PROBE_LEN, ProbeVerdict, probe_delay, probe_request, probe_verdict};
 

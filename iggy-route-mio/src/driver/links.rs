@@ -10,7 +10,7 @@ use iggy_route_core::client::{ProbeVerdict, connect_error};
 use iggy_route_core::{CloseReason, ConnectError, LinkId, NodeId, TlsError};
 use mio::Token;
 use mio::event::Event as Readiness;
-use tracing::{debug, debug_span, warn};
+use tracing::{debug, debug_span};
 
 use super::Driver;
 use crate::connection::{ConnectState, Connection};
@@ -213,20 +213,10 @@ impl Driver {
     fn connect_failed(&mut self, link: LinkId, node: NodeId, reason: ConnectError) {
         debug!(%reason, "connect failed");
         if let ConnectError::Tls(error) = &reason {
-            self.tls_failed(node, error);
+            self.session.tls_failed(link, node, error.clone());
         }
         self.router
             .handle_connect_failed(Instant::now(), link, reason);
-    }
-
-    /// A handshake failed, or never finished. While `connect` waits, it hears of it; once
-    /// the session is up, the router retries as for any node it cannot reach, and a
-    /// failure that retrying will not mend is worth a warning: it is no passing fault.
-    fn tls_failed(&mut self, node: NodeId, error: &TlsError) {
-        if self.session.is_settled() && (error.is_fatal() || *error == TlsError::NotTls) {
-            warn!(%error, "TLS handshake failed; the node is retried after its backoff");
-        }
-        self.session.tls_failed(node, error);
     }
 
     /// A link's handshake is over (or the link gone): no probe is due for it, and one under
@@ -314,7 +304,8 @@ impl Driver {
             connection
                 .span
                 .in_scope(|| debug!("TLS handshake did not finish within the connect timeout"));
-            self.tls_failed(node, &TlsError::HandshakeTimedOut);
+            self.session
+                .tls_failed(link, node, TlsError::HandshakeTimedOut);
         }
         self.forget(link);
     }
