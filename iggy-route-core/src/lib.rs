@@ -132,6 +132,10 @@ pub use config::{
     AddressProblem, Config, ConfigBuilder, ConfigError, ConnectionStringError, Credentials,
     CredentialsProblem, DeliveryGuarantee, PollFrom, TlsConfig, TlsError,
 };
+// The adapters' TLS client configuration (feature `rustls`): public for them, not for users.
+#[cfg(feature = "rustls")]
+#[doc(hidden)]
+pub use config::TlsClient;
 pub use event::{Event, LinkRole, ProtocolViolation, Stats};
 pub use ids::{LinkId, NodeId, PartitionKey, RequestId, TopicKey};
 pub use request::{

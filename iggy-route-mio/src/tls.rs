@@ -9,101 +9,43 @@
 //! no blocking call, and the plaintext path does not go through any of this.
 //!
 //! One [`TlsSettings`] is built when the client connects, from
-//! [`TlsConfig`](iggy_route_core::TlsConfig): a bad CA file or server name fails `connect`
-//! before any socket is opened. Its `Arc<ClientConfig>` is shared by every link, which also
-//! shares rustls's session cache: a data link resumes the session of an earlier link to its
-//! node instead of a full handshake.
+//! [`TlsConfig`](iggy_route_core::TlsConfig), by the core's `TlsClient`: a bad CA file or
+//! server name fails `connect` before any socket is opened. Its configuration is shared by
+//! every link, which also shares rustls's session cache: a data link resumes the session of
+//! an earlier link to its node instead of a full handshake.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::path::Path;
 use std::sync::Arc;
 
 use bytes::{Buf, Bytes};
-use iggy_route_core::{ConnectError, TlsConfig, TlsError};
-use rustls::pki_types::ServerName;
-use rustls::{ClientConfig, ClientConnection, RootCertStore};
+use iggy_route_core::{ConnectError, TlsClient, TlsConfig, TlsError};
+use rustls::ClientConnection;
 
-/// TLS 1.3 and 1.2, as the server accepts; named so that a change of rustls's defaults
-/// cannot change what is offered.
-static VERSIONS: &[&rustls::SupportedProtocolVersion] =
-    &[&rustls::version::TLS13, &rustls::version::TLS12];
-
-/// What every link's session is made from, built once per client.
+/// What every link's session is made from, built once per client: the core's
+/// [`TlsClient`] (versions, provider, trusted roots, names).
 #[derive(Debug, Clone)]
-pub(crate) struct TlsSettings {
-    config: Arc<ClientConfig>,
-    /// `TlsConfig::domain`, checked: the name every node must present. `None`: each
-    /// address's own host.
-    domain: Option<ServerName<'static>>,
-    /// The settings, for the name each node is checked against.
-    settings: TlsConfig,
-}
+pub(crate) struct TlsSettings(TlsClient);
 
 impl TlsSettings {
     /// Reads the CA file (or takes the bundled web PKI roots) and checks the server names
     /// the links will use: `tls.domain`, or else the host of every seed. Called before any
     /// I/O, so that a configuration to fix fails `connect` at once.
     pub(crate) fn new(tls: &TlsConfig, seeds: &[String]) -> Result<Self, TlsError> {
-        let roots = match &tls.ca_file {
-            Some(path) => roots_from_pem(path)?,
-            None => RootCertStore {
-                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-            },
-        };
-        // The provider is named: a program that also links the Iggy SDK has rustls's
-        // `aws-lc-rs` provider compiled in too, and with two rustls cannot pick by itself.
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = ClientConfig::builder_with_provider(provider)
-            .with_protocol_versions(VERSIONS)
-            .map_err(|error| TlsError::Other(error.to_string()))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let domain = match &tls.domain {
-            Some(name) => Some(server_name(name)?),
-            None => {
-                for seed in seeds {
-                    server_name(tls.server_name_for(seed))?;
-                }
-                None
-            }
-        };
-        Ok(Self {
-            config: Arc::new(config),
-            domain,
-            settings: tls.clone(),
-        })
+        TlsClient::new(tls, seeds, |path| std::fs::read(path)).map(Self)
     }
 
     /// A new session for a link to `addr` (`host:port`), its handshake not started.
     pub(crate) fn session(&self, addr: &str) -> Result<TlsSession, TlsError> {
-        let name = match &self.domain {
-            Some(domain) => domain.clone(),
-            None => server_name(self.settings.server_name_for(addr))?,
-        };
+        let name = self.0.server_name(addr)?;
         let shown = name.to_str().into_owned();
-        let connection = ClientConnection::new(Arc::clone(&self.config), name)
+        let connection = ClientConnection::new(Arc::clone(self.0.config()), name)
             .map_err(|error| TlsError::Other(error.to_string()))?;
         Ok(TlsSession {
             connection,
             name: shown,
         })
     }
-}
-
-/// The certificate authorities of the CA file at `path`, read once; the core judges them.
-fn roots_from_pem(path: &Path) -> Result<RootCertStore, TlsError> {
-    let pem = std::fs::read(path).map_err(|error| TlsError::CaFile {
-        path: path.to_owned(),
-        problem: error.to_string(),
-    })?;
-    TlsConfig::ca_roots(path, &pem)
-}
-
-fn server_name(name: &str) -> Result<ServerName<'static>, TlsError> {
-    ServerName::try_from(name.to_owned()).map_err(|_| TlsError::InvalidServerName {
-        name: name.to_owned(),
-    })
 }
 
 /// One link's TLS session: rustls's state, driven over the link's non-blocking socket.

@@ -12,11 +12,15 @@ mod tls;
 #[cfg(feature = "rustls")]
 mod tls_classify;
 #[cfg(feature = "rustls")]
+mod tls_client;
+#[cfg(feature = "rustls")]
 mod tls_roots;
 mod validate;
 
 pub use connection_string::{AddressProblem, ConnectionStringError, CredentialsProblem};
 pub use tls::{TlsConfig, TlsError};
+#[cfg(feature = "rustls")]
+pub use tls_client::TlsClient;
 pub use validate::{ConfigBuilder, ConfigError};
 
 /// How to sign in. The secret never appears in `Debug` output or logs.
