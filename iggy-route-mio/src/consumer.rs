@@ -1,6 +1,6 @@
 //! A consumer of one stream and topic (the SDK 0.11.0's `IggyConsumer`) for blocking
 //! code: a single consumer or a member of a consumer group, read message by message as an
-//! [`Iterator`]. The core's [`ConsumerState`] decides every request (join, sync, polls,
+//! [`Iterator`]. The core's consumer state decides every request (join, sync, polls,
 //! commits); this type only carries them out and sleeps when it says to, so an idle topic
 //! costs a few polls a second.
 //!

@@ -94,12 +94,14 @@ impl Client {
     }
 }
 
+#[doc(hidden)]
 impl ProducerModes for Client {
     type Direct = Direct;
     type Background = Background;
 }
 
 /// A direct producer.
+#[doc(hidden)]
 impl StartProducer<Direct> for Client {
     type Producer = Producer<Direct>;
     const BACKGROUND: bool = false;
@@ -117,6 +119,7 @@ impl StartProducer<Direct> for Client {
 
 /// A background producer, with its thread started; `ClientError::Io` when the thread
 /// cannot be spawned.
+#[doc(hidden)]
 impl StartProducer<Background> for Client {
     type Producer = Producer<Background>;
     const BACKGROUND: bool = true;

@@ -81,8 +81,9 @@ impl Client {
     /// - with the last TLS failure seen (such as `HandshakeTimedOut`) instead of
     ///   `ConnectTimedOut` when the budget runs out after one.
     ///
-    /// After `connect`, a link whose handshake fails is logged (`warn`) and handled by the
-    /// router like any failed connect.
+    /// After `connect`, a link whose handshake fails is handled by the router like any
+    /// failed connect; it is logged, as a warning when retrying will not mend it (a
+    /// certificate or configuration problem, a node that does not speak TLS).
     ///
     /// # Panics
     /// Outside a tokio runtime (the driver task is spawned on the current one).

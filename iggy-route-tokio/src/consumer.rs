@@ -1,7 +1,7 @@
 //! A consumer of one stream and topic (the SDK 0.11.0's `IggyConsumer`): a single consumer
 //! or a member of a consumer group, read message by message with [`TopicConsumer::next`], or
 //! as a `futures_core::Stream` of the same items (as the SDK's consumer is). The core's
-//! [`ConsumerState`] decides every request (join, sync, polls, commits); this type only
+//! consumer state decides every request (join, sync, polls, commits); this type only
 //! carries them out and waits when it says to, so an idle topic costs a few polls a second.
 //!
 //! ```no_run

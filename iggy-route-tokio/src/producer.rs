@@ -74,12 +74,14 @@ impl Client {
     }
 }
 
+#[doc(hidden)]
 impl ProducerModes for Client {
     type Direct = Direct;
     type Background = Background;
 }
 
 /// A direct producer.
+#[doc(hidden)]
 impl StartProducer<Direct> for Client {
     type Producer = Producer<Direct>;
     const BACKGROUND: bool = false;
@@ -97,6 +99,7 @@ impl StartProducer<Direct> for Client {
 
 /// A background producer, and its task, spawned on the current tokio runtime;
 /// `ClientError::Io` outside a tokio runtime.
+#[doc(hidden)]
 impl StartProducer<Background> for Client {
     type Producer = Producer<Background>;
     const BACKGROUND: bool = true;

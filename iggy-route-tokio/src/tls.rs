@@ -6,8 +6,8 @@
 //! the driver the link is connected: the router only ever sees links whose TLS session is
 //! up, and afterwards the same bytes as over plain TCP. What goes wrong is a typed
 //! [`TlsError`] (classified by the core), reported to the router as `ConnectError::Tls`;
-//! the core's `ConnectWait` decides which of those end a `connect` that is still waiting for
-//! its session (see `crate::session_wait`).
+//! the core's `SessionWatch` decides which of those end a `connect` that is still waiting
+//! for its session.
 //!
 //! The configuration itself (versions, the `ring` provider, trusted roots, names) is the
 //! core's `TlsClient`, the same for both adapters.

@@ -79,6 +79,9 @@ enum Trust {
     ClusterCaAndBrokenCertificate,
     /// A name to verify that is no DNS name.
     InvalidName,
+    /// A name that is no DNS name, and a CA file that does not exist: the file is read
+    /// first, on both adapters.
+    InvalidNameAndMissingFile,
     /// No TLS at all.
     Plaintext,
 }
@@ -140,6 +143,13 @@ const CASES: &[Case] = &[
                     name: "bad!name".to_owned(),
                 })
         },
+        ends: Ends::AtOnce,
+    },
+    Case {
+        name: "a server name that is no name, and a missing CA file",
+        peer: Peer::Tls(Certificate::Valid),
+        trust: Trust::InvalidNameAndMissingFile,
+        expect: |outcome| matches!(outcome, Outcome::Tls(TlsError::CaFile { .. })),
         ends: Ends::AtOnce,
     },
     Case {
@@ -280,6 +290,10 @@ impl Place {
                 Some(tls_options(TLS_DOMAIN, Some(mixed)))
             }
             Trust::InvalidName => Some(tls_options("bad!name", ca)),
+            Trust::InvalidNameAndMissingFile => Some(tls_options(
+                "bad!name",
+                Some(std::env::temp_dir().join("iggy-route-parity-no-such-ca.pem")),
+            )),
         };
         let options = tls.map_or(String::new(), |tls| format!("?{tls}"));
         let mut config = Config::from_connection_string(&format!(

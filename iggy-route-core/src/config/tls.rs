@@ -97,6 +97,7 @@ impl TlsError {
     /// of it (a plaintext Iggy node refuses the frame size it reads from it), while a TLS
     /// server that refuses a client sends an alert first; anything else is some other
     /// failure, with its message.
+    #[doc(hidden)]
     pub fn from_handshake_io(error: &io::Error) -> Self {
         let hung_up = matches!(
             error.kind(),

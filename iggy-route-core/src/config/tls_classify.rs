@@ -13,6 +13,7 @@ use super::tls::TlsError;
 impl TlsError {
     /// The typed failure of a handshake rustls gave up on, for a node whose certificate was
     /// checked against `checked` (the server name sent).
+    #[doc(hidden)]
     pub fn from_rustls(error: &Error, checked: &str) -> Self {
         match error {
             Error::InvalidCertificate(problem) => Self::from_certificate(problem, checked),

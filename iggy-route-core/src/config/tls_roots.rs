@@ -16,7 +16,7 @@ impl TlsConfig {
     /// not PEM, or holds no certificate the verifier can use, is an error; certificates it
     /// cannot use beside usable ones are skipped with a warning, as a system bundle may
     /// hold a few. Other PEM sections (a key, say) are no certificates and are ignored.
-    pub fn ca_roots(path: &Path, pem: &[u8]) -> Result<RootCertStore, TlsError> {
+    pub(crate) fn ca_roots(path: &Path, pem: &[u8]) -> Result<RootCertStore, TlsError> {
         let problem = |problem: String| TlsError::CaFile {
             path: path.to_owned(),
             problem,

@@ -26,9 +26,9 @@
 //! what another member polled and had not stored when the server moved its partition at
 //! once: its new owner reads on from the stored offset.
 //!
-//! The adapters run the loop (an async task, a blocking iterator): ask [`ConsumerState::
-//! next_step`], submit the request or wait, hand the answer to [`ConsumerState::answer`],
-//! which returns the messages to hand out. One request is out at a time.
+//! The adapters run the loop (an async task, a blocking iterator): ask the state's
+//! `next_step`, submit the request or wait, hand the answer to its `answer`, which returns
+//! the messages to hand out. One request is out at a time.
 
 use std::time::{Duration, Instant};
 

@@ -126,7 +126,7 @@ impl<C, Mode> ProducerBuilder<C, Mode> {
     /// zero bound; in background mode also a duration over a day, see
     /// `ProducerConfig::validate_background`),
     /// and with `ClientError::Io` when the adapter cannot start the producer's task or
-    /// thread.
+    /// thread. (The bounds are the adapters': their `Client` meets them.)
     pub fn build(self) -> Result<C::Producer, ClientError>
     where
         C: StartProducer<Mode>,

@@ -70,7 +70,7 @@ impl Default for ProducerConfig {
 pub type ErrorCallback = Arc<dyn Fn(SendFailure) + Send + Sync>;
 
 /// How a background producer bounds what it holds, and where failures go (the SDK's
-/// `BackgroundConfig`). The defaults are [`ProducerConfig`]'s: 100,000 messages or 32 MiB
+/// `BackgroundConfig`). The defaults: 100,000 messages or 32 MiB
 /// buffered, 16 batches in flight, senders block while the buffer is full, no callback.
 #[derive(Clone)]
 pub struct BackgroundConfig {
