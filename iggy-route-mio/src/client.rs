@@ -5,13 +5,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::client::{Call, ClientError, ConnectWait, SessionWatch};
+use iggy_route_core::client::{Admission, Call, ClientError, ConnectWait, SessionWatch};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use mio::{Poll, Waker};
 
-use crate::driver::{Admission, Command, Dialer, Driver, WAKER};
+use crate::driver::{Command, Dialer, Driver, WAKER};
 use crate::probe::probe_delay;
 use crate::resolve::{Lookup, Resolver, system_lookup};
 use crate::responder::{Outcome, Responder};
@@ -236,12 +236,7 @@ impl Client {
 
     /// The `Admission` for a call that may wait for room from now.
     pub(crate) fn wait_for_room(&self) -> Admission {
-        // `Config::validate` bounds the timeout to a day; were the sum ever to overflow,
-        // the call would still be tried once.
-        let deadline = Instant::now()
-            .checked_add(self.shared.room_wait)
-            .unwrap_or_else(Instant::now);
-        Admission::WaitForRoom { deadline }
+        Admission::wait_for_room(Instant::now(), self.shared.room_wait)
     }
 
     /// Every listed operation's method ends here: stamps the call with the adapter's clock,

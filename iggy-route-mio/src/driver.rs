@@ -14,8 +14,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::client::{ClientError, SessionWatch};
-use iggy_route_core::{LinkId, Output, Request, RequestId, Router, Stats};
+use iggy_route_core::client::{Admission, Callers, SessionWatch};
+use iggy_route_core::{LinkId, Output, Request, Router, Stats};
 use mio::{Events, Poll, Token};
 use tracing::{error, trace};
 
@@ -48,17 +48,6 @@ pub(crate) enum Command {
     Shutdown,
 }
 
-/// What a submit does when the router has no room for it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Admission {
-    /// Waits in the router's line (in arrival order) for room until `deadline`, then fails
-    /// with `QueueFull`.
-    WaitForRoom { deadline: Instant },
-    /// Fails with `QueueFull` at once, also while others wait for room: a try never jumps
-    /// the queue.
-    AtOnce,
-}
-
 #[derive(Debug)]
 pub(crate) struct Driver {
     poll: Poll,
@@ -73,7 +62,7 @@ pub(crate) struct Driver {
     probes_due: Vec<(Instant, LinkId)>,
     /// Where the outcome of every request the router took goes (also of those waiting
     /// for room in it).
-    pending: HashMap<RequestId, Responder>,
+    callers: Callers<Responder>,
     commands: mpsc::Receiver<Command>,
     stats: Arc<Mutex<Stats>>,
     read_buffer: Vec<u8>,
@@ -104,7 +93,7 @@ impl Driver {
             dialer,
             probes: HashMap::new(),
             probes_due: Vec::new(),
-            pending: HashMap::new(),
+            callers: Callers::default(),
             commands,
             stats,
             read_buffer: vec![0; READ_CHUNK],
@@ -225,18 +214,12 @@ impl Driver {
     /// router's line until its deadline, a try is refused at once.
     fn submit(&mut self, request: Request, responder: Responder, admission: Admission) {
         let now = Instant::now();
-        let submitted = match admission {
-            Admission::WaitForRoom { deadline } => {
-                self.router.submit_waiting(now, request, deadline)
-            }
-            Admission::AtOnce => self.router.submit(now, request),
-        };
+        let submitted = self
+            .callers
+            .submit(&mut self.router, now, request, admission, responder);
         match submitted {
-            Ok(id) => {
-                self.pending.insert(id, responder);
-                self.drain();
-            }
-            Err(error) => responder.respond(Err(error.into())),
+            Ok(()) => self.drain(),
+            Err((responder, error)) => responder.respond(Err(error)),
         }
     }
 
@@ -257,8 +240,8 @@ impl Driver {
                     // A caller that reads `stats()` right after its request returns must
                     // see that request counted.
                     self.publish_stats();
-                    if let Some(responder) = self.pending.remove(&id) {
-                        responder.respond(outcome.map_err(ClientError::from));
+                    if let Some((responder, outcome)) = self.callers.completed(id, outcome) {
+                        responder.respond(outcome);
                     }
                 }
                 Output::Event(event) => {
@@ -286,6 +269,6 @@ impl Driver {
         }
         // Requests waiting for room ended `Closed` with the router's shutdown; anything
         // left was never accepted by the router, and its caller sees `Closed`.
-        self.pending.clear();
+        self.callers.clear();
     }
 }

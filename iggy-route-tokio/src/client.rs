@@ -6,14 +6,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 #[cfg(feature = "sdk")]
 use iggy_route_core::Credentials;
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::client::{Call, ClientError, ConnectWait};
+use iggy_route_core::client::{Admission, Call, ClientError, ConnectWait};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, info_span};
 
-use crate::driver::{Admission, Command, Driver, IO_QUEUE_LEN};
+use crate::driver::{Command, Driver, IO_QUEUE_LEN};
 use crate::session_wait::wait_for_session;
 use crate::tls::Tls;
 
@@ -166,7 +166,7 @@ impl Client {
         messages: Vec<Message>,
     ) -> Result<SendReceipt, ClientError> {
         let call = Call::send(stream, topic, partitioning, messages)?;
-        self.run_with(call, Admission::Immediate).await
+        self.run_with(call, Admission::AtOnce).await
     }
 
     /// Counters since the client connected: sends, refusals, lookups, reconnects, session
@@ -206,15 +206,18 @@ impl Client {
     /// Once the router takes the request, its own `request_timeout` runs from then, so a
     /// request that waited for room may take up to twice `request_timeout` in all.
     pub async fn request(&self, request: Request) -> Result<Reply, ClientError> {
-        let deadline = Instant::now() + self.request_timeout;
-        self.submit(request, Admission::Wait { deadline }).await
+        self.submit(
+            request,
+            Admission::wait_for_room(Instant::now(), self.request_timeout),
+        )
+        .await
     }
 
     /// [`Client::request`] that never waits for room: `ClientError::QueueFull` at once when
     /// the router has none, or when other requests wait for room (a try never jumps the
     /// line).
     pub async fn try_request(&self, request: Request) -> Result<Reply, ClientError> {
-        self.submit(request, Admission::Immediate).await
+        self.submit(request, Admission::AtOnce).await
     }
 
     async fn submit(&self, request: Request, admission: Admission) -> Result<Reply, ClientError> {
@@ -239,7 +242,7 @@ impl Client {
             admission,
         };
         match admission {
-            Admission::Wait { deadline } => {
+            Admission::WaitForRoom { deadline } => {
                 // The hand-off to the driver counts against the same deadline.
                 let handed = tokio::time::timeout_at(deadline.into(), self.commands.send(command));
                 match handed.await {
@@ -250,7 +253,7 @@ impl Client {
                     }),
                 }
             }
-            Admission::Immediate => match self.commands.try_send(command) {
+            Admission::AtOnce => match self.commands.try_send(command) {
                 Ok(()) => Ok(answer),
                 Err(mpsc::error::TrySendError::Full(_)) => Err(ClientError::QueueFull {
                     limit: COMMAND_QUEUE_LEN,
@@ -318,8 +321,11 @@ impl Client {
     /// submits its request and reads the reply as the operation expects. The SDK trait's
     /// methods run the calls the native API has no method for through it too.
     pub(crate) async fn run<T>(&self, call: Call<T>) -> Result<T, ClientError> {
-        let deadline = Instant::now() + self.request_timeout;
-        self.run_with(call, Admission::Wait { deadline }).await
+        self.run_with(
+            call,
+            Admission::wait_for_room(Instant::now(), self.request_timeout),
+        )
+        .await
     }
 
     /// [`Client::run`] without stamping: a send's messages keep the origin timestamps they
@@ -327,9 +333,9 @@ impl Client {
     /// (its message builder stamps them itself).
     #[cfg(feature = "sdk")]
     pub(crate) async fn run_as_given<T>(&self, call: Call<T>) -> Result<T, ClientError> {
-        let deadline = Instant::now() + self.request_timeout;
+        let admission = Admission::wait_for_room(Instant::now(), self.request_timeout);
         let Call { request, reply } = call;
-        reply.extract(self.submit(request, Admission::Wait { deadline }).await?)
+        reply.extract(self.submit(request, admission).await?)
     }
 
     async fn run_with<T>(&self, mut call: Call<T>, admission: Admission) -> Result<T, ClientError> {

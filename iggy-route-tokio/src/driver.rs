@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use iggy_route_core::client::consumer::GroupClaims;
-use iggy_route_core::client::{ClientError, SessionWatch};
+use iggy_route_core::client::{Admission, Callers, ClientError, SessionWatch};
 use iggy_route_core::{
-    CloseReason, Config, ConnectError, Credentials, LinkId, NodeId, Output, Reply, Request,
-    RequestId, Router, Stats, TlsError,
+    CloseReason, Config, ConnectError, Credentials, LinkId, NodeId, Output, Reply, Request, Router,
+    Stats, TlsError,
 };
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -34,17 +34,6 @@ const ABANDONED_SWEEP: Duration = Duration::from_millis(20);
 pub(crate) const IO_QUEUE_LEN: usize = 256;
 
 pub(crate) type Responder = oneshot::Sender<Result<Reply, ClientError>>;
-
-/// What a caller does when the router has no room for its request.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Admission {
-    /// Wait in the router's line (behind every request already waiting) until room frees
-    /// up, at most until `deadline`, then fail with `QueueFull`.
-    Wait { deadline: Instant },
-    /// Fail with `QueueFull` at once, also while other requests wait (a try never jumps
-    /// the line).
-    Immediate,
-}
 
 /// What a [`crate::Client`] asks of the driver.
 #[derive(Debug)]
@@ -89,7 +78,7 @@ pub(crate) struct Driver {
     router: Router,
     links: HashMap<LinkId, LinkTasks>,
     /// The caller of every request the router took (also those waiting for room in it).
-    pending: HashMap<RequestId, Responder>,
+    callers: Callers<Responder>,
     io_events: mpsc::Sender<IoEvent>,
     stats: Arc<Mutex<Stats>>,
     /// `Client::connect` waits on this until the session signed in or cannot.
@@ -121,7 +110,7 @@ impl Driver {
         Self {
             router,
             links: HashMap::new(),
-            pending: HashMap::new(),
+            callers: Callers::default(),
             io_events,
             stats,
             session: SessionWatch::new(config, move |outcome| {
@@ -171,7 +160,7 @@ impl Driver {
             // A caller may drop its future while nothing else happens: wake for the next
             // sweep while any caller waits, so that a dropped call is withdrawn within
             // about `ABANDONED_SWEEP`, not at the next input.
-            let sweep = (!self.pending.is_empty()).then(|| self.swept_at + ABANDONED_SWEEP);
+            let sweep = (!self.callers.is_empty()).then(|| self.swept_at + ABANDONED_SWEEP);
             let deadline = match (next.map(|(at, _)| at), sweep) {
                 (Some(at), Some(sweep)) => Some(at.min(sweep)),
                 (at, sweep) => at.or(sweep),
@@ -223,15 +212,7 @@ impl Driver {
             return;
         }
         self.swept_at = now;
-        let mut abandoned: Vec<RequestId> = self
-            .pending
-            .iter()
-            .filter(|(_, reply)| reply.is_closed())
-            .map(|(id, _)| *id)
-            .collect();
-        // In id order: the router's outputs must not follow the map's order.
-        abandoned.sort_unstable();
-        for id in abandoned {
+        for id in self.callers.abandoned(Responder::is_closed) {
             self.router.withdraw(now, id);
         }
         self.end_memberships(now);
@@ -248,17 +229,11 @@ impl Driver {
     /// router's line until its deadline, a try is refused at once.
     fn submit(&mut self, request: Request, reply: Responder, admission: Admission) {
         let now = Instant::now();
-        let submitted = match admission {
-            Admission::Wait { deadline } => self.router.submit_waiting(now, request, deadline),
-            Admission::Immediate => self.router.submit(now, request),
-        };
-        match submitted {
-            Ok(id) => {
-                self.pending.insert(id, reply);
-            }
-            Err(error) => {
-                let _ = reply.send(Err(error.into()));
-            }
+        let submitted = self
+            .callers
+            .submit(&mut self.router, now, request, admission, reply);
+        if let Err((reply, error)) = submitted {
+            let _ = reply.send(Err(error));
         }
     }
 
@@ -340,9 +315,9 @@ impl Driver {
                     // A caller that reads `stats()` right after its request returns must
                     // see that request counted.
                     self.publish_stats();
-                    if let Some(reply) = self.pending.remove(&id) {
+                    if let Some((reply, outcome)) = self.callers.completed(id, outcome) {
                         // The caller may have stopped waiting; the outcome is then unused.
-                        let _ = reply.send(outcome.map_err(ClientError::from));
+                        let _ = reply.send(outcome);
                     }
                 }
                 Output::Event(event) => {
@@ -404,7 +379,7 @@ impl Driver {
             tasks.abort();
         }
         // Anything left was never accepted by the router; its caller sees `Closed`.
-        self.pending.clear();
+        self.callers.clear();
         #[cfg(feature = "sdk")]
         if let Some(diagnostics) = &self.diagnostics {
             diagnostics.shut_down();

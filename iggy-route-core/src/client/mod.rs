@@ -9,6 +9,7 @@
 //! its `Call` constructor); both clients gain the method.
 
 mod call;
+mod callers;
 mod calls_admin;
 mod calls_groups;
 mod calls_session;
@@ -31,6 +32,8 @@ pub use error::ClientError;
 // The adapters' kit: public for them, not for users.
 #[doc(hidden)]
 pub use call::{Call, ExpectedReply};
+#[doc(hidden)]
+pub use callers::{Admission, Callers};
 #[doc(hidden)]
 pub use connect_wait::{ConnectWait, SessionWatch};
 #[doc(hidden)]

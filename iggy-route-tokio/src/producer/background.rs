@@ -16,7 +16,7 @@ use iggy_route_core::client::producer::{
     BatchId, Handles, Offered, Output, ProducerSettings, ProducerState, ProducerStats, SendFailure,
     SharedState, WaitId,
 };
-use iggy_route_core::client::{ClientError, stamp_origin_timestamps};
+use iggy_route_core::client::{Admission, ClientError, stamp_origin_timestamps};
 use iggy_route_core::wire::Message;
 use iggy_route_core::{Reply, SendReceipt};
 use tokio::sync::{Notify, oneshot};
@@ -26,7 +26,6 @@ use tracing::{Instrument, debug_span};
 use super::{ErrorCallback, ProducerError};
 use crate::Client;
 use crate::client::{Answer, unix_micros};
-use crate::driver::Admission;
 
 type Outcome = Result<SendReceipt, SendFailure>;
 
@@ -256,8 +255,7 @@ impl Worker {
             return;
         };
         // A batch waits for room in the router as any request does.
-        let deadline = Instant::now() + self.client.request_timeout();
-        let admission = Admission::Wait { deadline };
+        let admission = Admission::wait_for_room(Instant::now(), self.client.request_timeout());
         match self.client.hand_off(batch.request, admission).await {
             Ok(answer) => {
                 let id = batch.id;
