@@ -47,6 +47,26 @@ async fn poll(
         .await)
 }
 
+/// The first poll after a join. Right after it, the partition's primary may not know the
+/// membership yet: the poll is answered "re-sync" and may come back empty, as the SDK's
+/// does, and the caller polls again (seen on the real cluster, with the primary on another
+/// node than the one that took the join). Up to 20 more polls, 100 ms apart.
+async fn poll_after_join(
+    client: &dyn Client,
+    stream_and_topic: (&Identifier, &Identifier),
+    group: &Identifier,
+) -> Result<Vec<u128>, u32> {
+    let mut polled = poll(client, stream_and_topic, group).await;
+    for _ in 0..20 {
+        if !polled.as_ref().is_ok_and(Vec::is_empty) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        polled = poll(client, stream_and_topic, group).await;
+    }
+    polled
+}
+
 async fn offset(
     client: &dyn Client,
     (s, t): (&Identifier, &Identifier),
@@ -126,7 +146,7 @@ pub(crate) async fn group_names_program(
     ));
     lines.push(format!(
         "created again, poll: {:?}",
-        poll(client, (&s, &t), &by_name).await
+        poll_after_join(client, (&s, &t), &by_name).await
     ));
     lines
 }
@@ -187,16 +207,7 @@ pub(crate) async fn recreated_by_another_program(
     lines.push(format!("leave by the old number: {:?}", code(left)));
     let joined = client.join_consumer_group(&s, &t, &g).await;
     lines.push(format!("join by name: {:?}", code(joined)));
-    // Right after a join, the partition's primary may not know the membership yet: the poll
-    // is answered "re-sync" and may come back empty, as the SDK's does, and the caller polls
-    // again (seen on the real cluster under load).
-    let mut polled = poll(client, (&s, &t), &g).await;
-    for _ in 0..20 {
-        if polled.as_ref().is_ok_and(|ids| ids.is_empty()) {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            polled = poll(client, (&s, &t), &g).await;
-        }
-    }
+    let polled = poll_after_join(client, (&s, &t), &g).await;
     lines.push(format!("poll by name: {polled:?}"));
     let left = client.leave_consumer_group(&ns, &nt, &numeric(new)).await;
     lines.push(format!("leave by the new number: {:?}", code(left)));
