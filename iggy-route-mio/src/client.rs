@@ -4,13 +4,14 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use iggy_route_core::client::consumer::GroupClaims;
+use iggy_route_core::client::consumer::{ConsumerState, GroupClaims, StartConsumer};
 use iggy_route_core::client::{Admission, Call, ClientError, ConnectWait, SessionWatch};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use mio::{Poll, Waker};
 
+use crate::consumer::TopicConsumer;
 use crate::driver::{Command, Dialer, Driver, WAKER};
 use crate::probe::probe_delay;
 use crate::resolve::{Lookup, Resolver, system_lookup};
@@ -164,6 +165,8 @@ impl Client {
 
     iggy_route_core::for_each_operation!(methods);
 
+    iggy_route_core::builder_methods!();
+
     /// Counters since the client connected: sends, refusals, lookups, reconnects, session
     /// moves.
     pub fn stats(&self) -> Stats {
@@ -265,10 +268,19 @@ impl Client {
         self.submit(request, admission, Responder::Caller(reply));
         answer
     }
+}
 
-    /// The consumer groups this client's consumers are members of.
-    pub(crate) fn claims(&self) -> &GroupClaims {
+/// A consumer carries out its state's requests on its client.
+#[doc(hidden)]
+impl StartConsumer for Client {
+    type Consumer = TopicConsumer;
+
+    fn claims(&self) -> &GroupClaims {
         &self.shared.claims
+    }
+
+    fn start_consumer(self, state: ConsumerState) -> TopicConsumer {
+        TopicConsumer::new(self, state)
     }
 }
 

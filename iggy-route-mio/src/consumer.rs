@@ -20,27 +20,13 @@ use std::time::Instant;
 
 use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::{ConsumerState, ConsumerStats, ReceivedMessage, Step};
-use iggy_route_core::wire::Identifier;
 
 use crate::Client;
 use crate::responder::Outcome;
 
 /// Builds a [`TopicConsumer`]; from [`Client::consumer`]. Its settings and their rules are
 /// the core's, the same on both adapters.
-pub type ConsumerBuilder =
-    iggy_route_core::client::consumer::ConsumerBuilder<Client, TopicConsumer>;
-
-impl Client {
-    /// A builder for a consumer of `stream`/`topic` (named as for [`Client::send`]).
-    pub fn consumer(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<ConsumerBuilder, ClientError> {
-        let claims = self.claims().clone();
-        ConsumerBuilder::new(self.clone(), claims, TopicConsumer::new, stream, topic)
-    }
-}
+pub type ConsumerBuilder = iggy_route_core::client::consumer::ConsumerBuilder<Client>;
 
 /// See the module documentation.
 ///
@@ -69,7 +55,7 @@ impl Iterator for TopicConsumer {
 
 impl TopicConsumer {
     /// The consumer that carries out `state`'s requests on `client`.
-    fn new(client: Client, state: ConsumerState) -> Self {
+    pub(crate) fn new(client: Client, state: ConsumerState) -> Self {
         Self {
             client,
             state,

@@ -46,17 +46,17 @@ use std::sync::Arc;
 
 use iggy_route_core::SendReceipt;
 use iggy_route_core::client::ClientError;
-use iggy_route_core::client::producer::{
-    DirectProducer, ProducerModes, ProducerSettings, StartProducer,
-};
-use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::client::producer::{DirectProducer, ProducerSettings, StartProducer};
+use iggy_route_core::wire::Message;
 
-pub use background::Background;
 pub use delivery::{Delivered, Delivery, DeliveryQueue, DeliverySender};
-pub use direct::Direct;
 pub use iggy_route_core::client::producer::{
-    BackgroundConfig, Backpressure, ErrorCallback, ProducerError, ProducerStats, SendFailure,
+    Background, BackgroundConfig, Backpressure, Direct, ErrorCallback, ProducerError,
+    ProducerStats, SendFailure,
 };
+
+use background::BackgroundMode;
+use direct::DirectMode;
 
 use crate::Client;
 
@@ -64,11 +64,27 @@ use crate::Client;
 /// clones share one producer (in background mode, one buffer and one thread).
 /// `Producer` alone is a direct producer; a background one is `Producer<Background>`.
 #[derive(Debug)]
-pub struct Producer<Mode = Direct> {
-    mode: Arc<Mode>,
+pub struct Producer<M: Mode = Direct> {
+    mode: Arc<M::Running>,
 }
 
-impl<Mode> Clone for Producer<Mode> {
+/// What a producer of each mode runs on. Not for users: only `Direct` and `Background`
+/// are modes.
+#[doc(hidden)]
+pub trait Mode {
+    /// The mode's own part of a producer.
+    type Running: std::fmt::Debug + Send + Sync;
+}
+
+impl Mode for Direct {
+    type Running = DirectMode;
+}
+
+impl Mode for Background {
+    type Running = BackgroundMode;
+}
+
+impl<M: Mode> Clone for Producer<M> {
     fn clone(&self) -> Self {
         Self {
             mode: Arc::clone(&self.mode),
@@ -79,53 +95,30 @@ impl<Mode> Clone for Producer<Mode> {
 /// Sets up a [`Producer`]: [`Client::producer`], then the settings, then
 /// [`build`](iggy_route_core::client::producer::ProducerBuilder::build). Its settings and
 /// their rules are the core's, the same on both adapters.
-pub type ProducerBuilder<Mode = Direct> =
-    iggy_route_core::client::producer::ProducerBuilder<Client, Mode>;
-
-impl Client {
-    /// Starts setting up a producer of `stream`'s `topic` (named as for [`Client::send`]).
-    /// It is a direct producer unless `background` is chosen.
-    pub fn producer(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<ProducerBuilder<Direct>, ClientError> {
-        ProducerBuilder::new(self.clone(), stream, topic)
-    }
-}
+pub type ProducerBuilder<M = Direct> =
+    iggy_route_core::client::producer::ProducerBuilder<Client, M>;
 
 #[doc(hidden)]
-impl ProducerModes for Client {
-    type Direct = Direct;
-    type Background = Background;
-}
+impl StartProducer for Client {
+    type Direct = Producer<Direct>;
+    type Background = Producer<Background>;
 
-/// A direct producer.
-#[doc(hidden)]
-impl StartProducer<Direct> for Client {
-    type Producer = Producer<Direct>;
-    const BACKGROUND: bool = false;
-
-    fn start(self, settings: ProducerSettings) -> Result<Producer<Direct>, ClientError> {
-        let direct = Direct {
+    fn start_direct(self, producer: DirectProducer) -> Result<Producer<Direct>, ClientError> {
+        let direct = DirectMode {
             client: self,
-            producer: DirectProducer::new(settings),
+            producer,
         };
         Ok(Producer {
             mode: Arc::new(direct),
         })
     }
-}
 
-/// A background producer, with its thread started; `ClientError::Io` when the thread
-/// cannot be spawned.
-#[doc(hidden)]
-impl StartProducer<Background> for Client {
-    type Producer = Producer<Background>;
-    const BACKGROUND: bool = true;
-
-    fn start(self, settings: ProducerSettings) -> Result<Producer<Background>, ClientError> {
-        let background = Background::start(self, settings)?;
+    /// With its thread started; `ClientError::Io` when the thread cannot be spawned.
+    fn start_background(
+        self,
+        settings: ProducerSettings,
+    ) -> Result<Producer<Background>, ClientError> {
+        let background = BackgroundMode::start(self, settings)?;
         Ok(Producer {
             mode: Arc::new(background),
         })

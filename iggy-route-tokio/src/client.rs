@@ -5,7 +5,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 #[cfg(feature = "sdk")]
 use iggy_route_core::Credentials;
-use iggy_route_core::client::consumer::GroupClaims;
+use iggy_route_core::client::consumer::{ConsumerState, GroupClaims, StartConsumer};
 use iggy_route_core::client::{Admission, Call, ClientError, ConnectWait};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
@@ -13,6 +13,7 @@ use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, info_span};
 
+use crate::consumer::TopicConsumer;
 use crate::driver::{Command, Driver, IO_QUEUE_LEN};
 use crate::session_wait::wait_for_session;
 use crate::tls::Tls;
@@ -155,6 +156,8 @@ impl Client {
 
     iggy_route_core::for_each_operation!(methods);
 
+    iggy_route_core::builder_methods!();
+
     /// [`Client::send`] that never waits for room: when the router's queues are full, or
     /// other requests are already waiting for room, it fails at once with
     /// `ClientError::QueueFull` and nothing is sent.
@@ -263,11 +266,6 @@ impl Client {
         }
     }
 
-    /// The consumer groups this client's consumers are members of.
-    pub(crate) fn claims(&self) -> &GroupClaims {
-        &self.claims
-    }
-
     /// `Config::request_timeout`: how long a request may wait for room, and then run.
     pub(crate) fn request_timeout(&self) -> Duration {
         self.request_timeout
@@ -342,6 +340,20 @@ impl Client {
         call.stamp_origin_timestamps(unix_micros());
         let Call { request, reply } = call;
         reply.extract(self.submit(request, admission).await?)
+    }
+}
+
+/// A consumer carries out its state's requests on its client.
+#[doc(hidden)]
+impl StartConsumer for Client {
+    type Consumer = TopicConsumer;
+
+    fn claims(&self) -> &GroupClaims {
+        &self.claims
+    }
+
+    fn start_consumer(self, state: ConsumerState) -> TopicConsumer {
+        TopicConsumer::new(self, state)
     }
 }
 

@@ -34,7 +34,6 @@ use futures_core::Stream;
 use iggy_route_core::Reply;
 use iggy_route_core::client::ClientError;
 use iggy_route_core::client::consumer::{ConsumerState, ConsumerStats, ReceivedMessage, Step};
-use iggy_route_core::wire::Identifier;
 
 use crate::Client;
 
@@ -62,20 +61,7 @@ impl fmt::Debug for Pending {
 
 /// Builds a [`TopicConsumer`]; from [`Client::consumer`]. Its settings and their rules are
 /// the core's, the same on both adapters.
-pub type ConsumerBuilder =
-    iggy_route_core::client::consumer::ConsumerBuilder<Client, TopicConsumer>;
-
-impl Client {
-    /// A builder for a consumer of `stream`/`topic` (named as for [`Client::send`]).
-    pub fn consumer(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<ConsumerBuilder, ClientError> {
-        let claims = self.claims().clone();
-        ConsumerBuilder::new(self.clone(), claims, TopicConsumer::new, stream, topic)
-    }
-}
+pub type ConsumerBuilder = iggy_route_core::client::consumer::ConsumerBuilder<Client>;
 
 /// See the module documentation.
 ///
@@ -91,7 +77,7 @@ pub struct TopicConsumer {
 
 impl TopicConsumer {
     /// The consumer that carries out `state`'s requests on `client`.
-    fn new(client: Client, state: ConsumerState) -> Self {
+    pub(crate) fn new(client: Client, state: ConsumerState) -> Self {
         Self {
             client,
             state,

@@ -44,73 +44,51 @@ use std::sync::Arc;
 
 use iggy_route_core::SendReceipt;
 use iggy_route_core::client::ClientError;
-use iggy_route_core::client::producer::{
-    DirectProducer, ProducerModes, ProducerSettings, StartProducer,
-};
-use iggy_route_core::wire::{Identifier, Message};
+use iggy_route_core::client::producer::{DirectProducer, ProducerSettings, StartProducer};
+use iggy_route_core::wire::Message;
 
 use crate::Client;
 
-pub use background::{Background, Delivery};
-pub use direct::Direct;
+pub use background::Delivery;
 pub use iggy_route_core::client::producer::{
-    BackgroundConfig, Backpressure, ErrorCallback, ProducerError, ProducerStats, SendFailure,
+    Background, BackgroundConfig, Backpressure, Direct, ErrorCallback, ProducerError,
+    ProducerStats, SendFailure,
 };
+
+use background::BackgroundMode;
+use direct::DirectMode;
 
 /// Builds a [`Producer`]; from [`Client::producer`]. Direct mode unless `background` is
 /// called. Its settings and their rules are the core's, the same on both adapters.
 pub type ProducerBuilder<M = Direct> =
     iggy_route_core::client::producer::ProducerBuilder<Client, M>;
 
-impl Client {
-    /// A builder for a producer that sends to `stream`/`topic` (named as for
-    /// [`Client::send`]) through this client.
-    pub fn producer(
-        &self,
-        stream: impl TryInto<Identifier, Error: Into<ClientError>>,
-        topic: impl TryInto<Identifier, Error: Into<ClientError>>,
-    ) -> Result<ProducerBuilder, ClientError> {
-        ProducerBuilder::new(self.clone(), stream, topic)
-    }
-}
-
 #[doc(hidden)]
-impl ProducerModes for Client {
-    type Direct = Direct;
-    type Background = Background;
-}
+impl StartProducer for Client {
+    type Direct = Producer<Direct>;
+    type Background = Producer<Background>;
 
-/// A direct producer.
-#[doc(hidden)]
-impl StartProducer<Direct> for Client {
-    type Producer = Producer<Direct>;
-    const BACKGROUND: bool = false;
-
-    fn start(self, settings: ProducerSettings) -> Result<Producer<Direct>, ClientError> {
-        let mode = Direct {
+    fn start_direct(self, producer: DirectProducer) -> Result<Producer<Direct>, ClientError> {
+        let mode = DirectMode {
             client: self,
-            producer: DirectProducer::new(settings),
+            producer,
         };
         Ok(Producer {
             mode: Arc::new(mode),
         })
     }
-}
 
-/// A background producer, and its task, spawned on the current tokio runtime;
-/// `ClientError::Io` outside a tokio runtime.
-#[doc(hidden)]
-impl StartProducer<Background> for Client {
-    type Producer = Producer<Background>;
-    const BACKGROUND: bool = true;
-
-    fn start(self, settings: ProducerSettings) -> Result<Producer<Background>, ClientError> {
+    /// With its task spawned on the current tokio runtime; `ClientError::Io` outside one.
+    fn start_background(
+        self,
+        settings: ProducerSettings,
+    ) -> Result<Producer<Background>, ClientError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|error| {
             ClientError::Io(std::io::Error::other(format!(
                 "a background producer needs a tokio runtime: {error}"
             )))
         })?;
-        let mode = Background::start(&runtime, self, settings);
+        let mode = BackgroundMode::start(&runtime, self, settings);
         Ok(Producer {
             mode: Arc::new(mode),
         })
@@ -120,11 +98,27 @@ impl StartProducer<Background> for Client {
 /// A producer for one stream and topic: [`Producer<Direct>`] or [`Producer<Background>`]
 /// (see the module documentation). Clone it into as many tasks as you like; clones share
 /// one buffer (and, in background mode, one task).
-pub struct Producer<M = Direct> {
-    mode: Arc<M>,
+pub struct Producer<M: Mode = Direct> {
+    mode: Arc<M::Running>,
 }
 
-impl<M> Clone for Producer<M> {
+/// What a producer of each mode runs on. Not for users: only `Direct` and `Background`
+/// are modes.
+#[doc(hidden)]
+pub trait Mode {
+    /// The mode's own part of a producer.
+    type Running: fmt::Debug + Send + Sync;
+}
+
+impl Mode for Direct {
+    type Running = DirectMode;
+}
+
+impl Mode for Background {
+    type Running = BackgroundMode;
+}
+
+impl<M: Mode> Clone for Producer<M> {
     fn clone(&self) -> Self {
         Self {
             mode: Arc::clone(&self.mode),
@@ -132,7 +126,7 @@ impl<M> Clone for Producer<M> {
     }
 }
 
-impl<M: fmt::Debug> fmt::Debug for Producer<M> {
+impl<M: Mode> fmt::Debug for Producer<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Producer")
             .field("mode", &self.mode)

@@ -387,3 +387,39 @@ macro_rules! for_each_operation {
         = $crate::client::Call::get_cluster_metadata();
     } };
 }
+
+/// Writes an adapter's `Client::producer` and `Client::consumer` (inside its `impl
+/// Client`): the core's builders over the adapter's client, declared once so that both
+/// adapters hand them out alike. The client implements
+/// [`StartProducer`](crate::client::producer::StartProducer) and
+/// [`StartConsumer`](crate::client::consumer::StartConsumer), and is `Clone`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! builder_methods {
+    () => {
+        /// Starts building a producer of `stream`'s `topic` (each named by its name or its
+        /// number, as for [`send`](Self::send)): a direct producer unless `background` is
+        /// chosen. Fails only on a name that is no identifier.
+        pub fn producer(
+            &self,
+            stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+            topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        ) -> Result<
+            $crate::client::producer::ProducerBuilder<Self, $crate::client::producer::Direct>,
+            $crate::client::ClientError,
+        > {
+            $crate::client::producer::ProducerBuilder::new(self.clone(), stream, topic)
+        }
+
+        /// Starts building a consumer of `stream`'s `topic` (each named as for
+        /// [`send`](Self::send)): a single consumer with id 0 of every partition unless
+        /// told otherwise. Fails only on a name that is no identifier.
+        pub fn consumer(
+            &self,
+            stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+            topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
+        ) -> Result<$crate::client::consumer::ConsumerBuilder<Self>, $crate::client::ClientError> {
+            $crate::client::consumer::ConsumerBuilder::new(self.clone(), stream, topic)
+        }
+    };
+}

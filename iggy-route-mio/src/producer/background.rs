@@ -22,7 +22,7 @@ use iggy_route_core::wire::Message;
 use tracing::warn;
 
 use super::delivery::{Delivery, DeliverySender, Notify};
-use super::{ErrorCallback, Producer, ProducerError};
+use super::{Background, ErrorCallback, Producer, ProducerError};
 use crate::Client;
 use crate::client::unix_micros;
 use crate::responder::Responder;
@@ -66,12 +66,12 @@ struct Shared {
 /// `send_tagged` reports to a [`DeliveryQueue`](super::DeliveryQueue)). See the module
 /// documentation of [`crate::producer`].
 #[derive(Debug)]
-pub struct Background {
+pub struct BackgroundMode {
     shared: Arc<Shared>,
     worker: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl Background {
+impl BackgroundMode {
     /// Starts the producer's thread.
     pub(super) fn start(client: Client, settings: ProducerSettings) -> Result<Self, ClientError> {
         let state = ProducerState::new(&settings);
@@ -190,7 +190,7 @@ impl Background {
 }
 
 /// The last handle gone: flush and stop, as `shutdown` does.
-impl Drop for Background {
+impl Drop for BackgroundMode {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }

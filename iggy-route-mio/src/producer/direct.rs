@@ -12,12 +12,12 @@ use crate::Client;
 /// The mode of a producer whose `send` waits for every acknowledgement. See the module
 /// documentation of [`crate::producer`].
 #[derive(Debug)]
-pub struct Direct {
+pub struct DirectMode {
     pub(super) client: Client,
     pub(super) producer: DirectProducer,
 }
 
-impl Direct {
+impl DirectMode {
     pub(super) fn send(&self, messages: Vec<Message>) -> Result<Vec<SendReceipt>, ClientError> {
         let mut call = self.producer.call(messages)?;
         while let Some(chunk) = call.next_chunk() {

@@ -85,11 +85,11 @@ struct Shared {
 /// The state of a background producer (see [`Producer<Background>`](crate::Producer)).
 /// Dropping the last handle shuts it down without waiting: what is buffered is still sent.
 #[derive(Debug)]
-pub struct Background {
+pub struct BackgroundMode {
     shared: Arc<Shared>,
 }
 
-impl Background {
+impl BackgroundMode {
     pub(super) fn start(
         runtime: &tokio::runtime::Handle,
         client: Client,
@@ -169,7 +169,7 @@ impl Background {
     }
 }
 
-impl Drop for Background {
+impl Drop for BackgroundMode {
     fn drop(&mut self) {
         self.shared.state.lock().shutdown(None);
         self.shared.wake.notify_one();

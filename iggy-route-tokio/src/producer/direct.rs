@@ -11,12 +11,12 @@ use crate::Client;
 
 /// The state of a direct producer (see [`Producer<Direct>`](crate::Producer)).
 #[derive(Debug)]
-pub struct Direct {
+pub struct DirectMode {
     pub(super) client: Client,
     pub(super) producer: DirectProducer,
 }
 
-impl Direct {
+impl DirectMode {
     pub(super) async fn send(
         &self,
         messages: Vec<Message>,

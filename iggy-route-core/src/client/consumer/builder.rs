@@ -1,6 +1,6 @@
 //! The consumer builder both adapters hand out from `Client::consumer`: every setting and
 //! its rule live here; an adapter only says how its client's consumer is made around the
-//! [`ConsumerState`] built.
+//! [`ConsumerState`] built ([`StartConsumer`]).
 
 use std::fmt;
 use std::time::Duration;
@@ -9,16 +9,27 @@ use super::{AutoCommit, ConsumerConfig, ConsumerIdentity, ConsumerState, GroupCl
 use crate::client::{ClientError, identifier};
 use crate::wire::{Identifier, PollingStrategy};
 
-/// Builds a consumer `T` on client `C`; from `Client::consumer`. A single consumer with id
-/// 0 of every partition unless told otherwise.
-pub struct ConsumerBuilder<C, T> {
+/// How an adapter makes its client's consumer around the state a builder made. For the
+/// adapters.
+pub trait StartConsumer: Sized {
+    /// The adapter's consumer.
+    type Consumer;
+
+    /// The consumer groups this client's consumers are members of.
+    fn claims(&self) -> &GroupClaims;
+
+    /// The consumer that carries out `state`'s requests on this client.
+    fn start_consumer(self, state: ConsumerState) -> Self::Consumer;
+}
+
+/// Builds a consumer on client `C`; from `Client::consumer`. A single consumer with id 0
+/// of every partition unless told otherwise.
+pub struct ConsumerBuilder<C> {
     client: C,
-    claims: GroupClaims,
-    start: fn(C, ConsumerState) -> T,
     config: ConsumerConfig,
 }
 
-impl<C: fmt::Debug, T> fmt::Debug for ConsumerBuilder<C, T> {
+impl<C: fmt::Debug> fmt::Debug for ConsumerBuilder<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ConsumerBuilder")
             .field("client", &self.client)
@@ -27,22 +38,17 @@ impl<C: fmt::Debug, T> fmt::Debug for ConsumerBuilder<C, T> {
     }
 }
 
-impl<C, T> ConsumerBuilder<C, T> {
-    /// A builder for a consumer of `stream`/`topic` on `client`, whose consumers hold
-    /// `claims`, with the SDK's defaults ([`ConsumerConfig::new`]); `start` makes the
-    /// adapter's consumer around the state built. For the adapters' `Client::consumer`.
+impl<C> ConsumerBuilder<C> {
+    /// A builder for a consumer of `stream`/`topic` on `client`, with the SDK's defaults
+    /// ([`ConsumerConfig::new`]). For the adapters' `Client::consumer`.
     #[doc(hidden)]
     pub fn new(
         client: C,
-        claims: GroupClaims,
-        start: fn(C, ConsumerState) -> T,
         stream: impl TryInto<Identifier, Error: Into<ClientError>>,
         topic: impl TryInto<Identifier, Error: Into<ClientError>>,
     ) -> Result<Self, ClientError> {
         Ok(Self {
             client,
-            claims,
-            start,
             config: ConsumerConfig::new(
                 identifier(stream)?,
                 identifier(topic)?,
@@ -116,9 +122,12 @@ impl<C, T> ConsumerBuilder<C, T> {
     /// A group member is refused with `ClientError::GroupConsumerExists` while another
     /// consumer of the same group lives on this client: the server counts a client as one
     /// member, so each member of a group needs a client of its own.
-    pub fn build(self) -> Result<T, ClientError> {
-        let state = ConsumerState::claiming(self.config, &self.claims)?;
-        Ok((self.start)(self.client, state))
+    pub fn build(self) -> Result<C::Consumer, ClientError>
+    where
+        C: StartConsumer,
+    {
+        let state = ConsumerState::claiming(self.config, self.client.claims())?;
+        Ok(self.client.start_consumer(state))
     }
 }
 

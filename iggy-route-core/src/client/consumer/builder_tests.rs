@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::ConsumerBuilder;
+use super::{ConsumerBuilder, StartConsumer};
 use crate::client::ClientError;
 use crate::client::consumer::{AutoCommit, ConsumerIdentity, ConsumerState, GroupClaims};
 use crate::wire::{Identifier, PollingStrategy};
@@ -26,19 +26,27 @@ impl Host {
 }
 
 /// The consumer the tests build: the state, once the host counted it.
-fn start(host: Host, state: ConsumerState) -> ConsumerState {
-    host.started.fetch_add(1, Ordering::Relaxed);
-    state
+impl StartConsumer for Host {
+    type Consumer = ConsumerState;
+
+    fn claims(&self) -> &GroupClaims {
+        &self.claims
+    }
+
+    fn start_consumer(self, state: ConsumerState) -> ConsumerState {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        state
+    }
 }
 
-type Builder = ConsumerBuilder<Host, ConsumerState>;
+type Builder = ConsumerBuilder<Host>;
 
 fn new(
     host: &Host,
     stream: impl TryInto<Identifier, Error: Into<ClientError>>,
     topic: impl TryInto<Identifier, Error: Into<ClientError>>,
 ) -> Result<Builder, ClientError> {
-    Builder::new(host.clone(), host.claims.clone(), start, stream, topic)
+    Builder::new(host.clone(), stream, topic)
 }
 
 fn builder(host: &Host) -> Builder {

@@ -42,6 +42,8 @@ mod state;
 pub use builder::ConsumerBuilder;
 // The adapters' kit: public for them, not for users.
 #[doc(hidden)]
+pub use builder::StartConsumer;
+#[doc(hidden)]
 pub use claims::{GroupClaim, GroupClaims, ResolvedGroup};
 #[doc(hidden)]
 pub use state::ConsumerState;

@@ -6,34 +6,41 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use super::{BackgroundConfig, ProducerSettings};
+use super::{BackgroundConfig, DirectProducer, ProducerSettings};
 use crate::client::{ClientError, identifier};
 use crate::partitioning::Partitioning;
 use crate::wire::Identifier;
 
-/// The two modes of an adapter's producer, as the adapter's own types. For the adapters.
-pub trait ProducerModes {
-    /// The mode whose `send` waits for every acknowledgement.
+/// The mode of a producer whose `send` waits for every acknowledgement: the default. A
+/// marker, never a value: it names the mode in `Producer<Direct>` and
+/// `ProducerBuilder<Direct>`.
+#[derive(Debug, Clone, Copy)]
+pub enum Direct {}
+
+/// The mode of a producer whose `send` buffers, and returns a delivery handle; a task
+/// (tokio) or thread (mio) of the producer submits the batches. A marker, never a value.
+#[derive(Debug, Clone, Copy)]
+pub enum Background {}
+
+/// How an adapter starts a producer from a builder's settings, which the core has checked
+/// for the mode. For the adapters.
+pub trait StartProducer: Sized {
+    /// The adapter's direct producer.
     type Direct;
-    /// The mode whose `send` buffers, and a task or thread of the producer submits.
+    /// The adapter's background producer.
     type Background;
-}
 
-/// How an adapter starts a producer in mode `Mode` from a builder's settings. For the
-/// adapters.
-pub trait StartProducer<Mode>: Sized {
-    /// The producer started.
-    type Producer;
-
-    /// Whether `Mode` buffers and submits in the background. It decides which of the
-    /// core's rules checks the settings before [`start`](Self::start) sees them.
-    const BACKGROUND: bool;
-
-    /// Starts the producer with settings the core has checked for the mode.
+    /// Starts a direct producer.
     ///
     /// # Errors
-    /// What starting it met (`ClientError::Io` when a task or thread cannot start).
-    fn start(self, settings: ProducerSettings) -> Result<Self::Producer, ClientError>;
+    /// What starting it met.
+    fn start_direct(self, producer: DirectProducer) -> Result<Self::Direct, ClientError>;
+
+    /// Starts a background producer, with its task or thread.
+    ///
+    /// # Errors
+    /// What starting it met (`ClientError::Io` when its task or thread cannot start).
+    fn start_background(self, settings: ProducerSettings) -> Result<Self::Background, ClientError>;
 }
 
 /// Builds a producer of one stream's topic on client `C`; from `Client::producer`. Direct
@@ -104,39 +111,16 @@ impl<C, Mode> ProducerBuilder<C, Mode> {
 
     /// Direct mode (the default): `send` waits for every acknowledgement.
     #[must_use]
-    pub fn direct(self) -> ProducerBuilder<C, C::Direct>
-    where
-        C: ProducerModes,
-    {
+    pub fn direct(self) -> ProducerBuilder<C, Direct> {
         self.into_mode()
     }
 
     /// Background mode: `send` returns once the messages are buffered, within these
     /// bounds; a task (tokio) or thread (mio) of the producer submits the batches.
     #[must_use]
-    pub fn background(mut self, config: BackgroundConfig) -> ProducerBuilder<C, C::Background>
-    where
-        C: ProducerModes,
-    {
+    pub fn background(mut self, config: BackgroundConfig) -> ProducerBuilder<C, Background> {
         self.settings.set_background(config);
         self.into_mode()
-    }
-
-    /// The producer. Fails with `ClientError::Config` for a setting the mode refuses (a
-    /// zero bound; in background mode also a duration over a day, see
-    /// `ProducerConfig::validate_background`),
-    /// and with `ClientError::Io` when the adapter cannot start the producer's task or
-    /// thread. (The bounds are the adapters': their `Client` meets them.)
-    pub fn build(self) -> Result<C::Producer, ClientError>
-    where
-        C: StartProducer<Mode>,
-    {
-        if C::BACKGROUND {
-            self.settings.config.validate_background()?;
-        } else {
-            self.settings.config.validate_direct()?;
-        }
-        self.client.start(self.settings)
     }
 
     fn into_mode<Other>(self) -> ProducerBuilder<C, Other> {
@@ -145,5 +129,25 @@ impl<C, Mode> ProducerBuilder<C, Mode> {
             settings: self.settings,
             mode: PhantomData,
         }
+    }
+}
+
+impl<C: StartProducer> ProducerBuilder<C, Direct> {
+    /// The direct producer. Fails with `ClientError::Config` for a zero bound (see
+    /// `ProducerConfig::validate_direct`).
+    pub fn build(self) -> Result<C::Direct, ClientError> {
+        self.settings.config.validate_direct()?;
+        self.client.start_direct(DirectProducer::new(self.settings))
+    }
+}
+
+impl<C: StartProducer> ProducerBuilder<C, Background> {
+    /// The background producer. Fails with `ClientError::Config` for a setting it refuses
+    /// (a zero bound, a duration over a day: see `ProducerConfig::validate_background`),
+    /// and with `ClientError::Io` when the adapter cannot start the producer's task or
+    /// thread. (The bounds are the adapters': their `Client` meets them.)
+    pub fn build(self) -> Result<C::Background, ClientError> {
+        self.settings.config.validate_background()?;
+        self.client.start_background(self.settings)
     }
 }

@@ -12,7 +12,7 @@ mod config;
 mod direct;
 mod output;
 
-pub use builder::ProducerBuilder;
+pub use builder::{Background, Direct, ProducerBuilder};
 pub use config::{BackgroundConfig, Backpressure, ErrorCallback};
 
 // The adapters' kit: public for them, not for users.
@@ -21,7 +21,7 @@ pub use background::{Offered, ProducerState, Refusal, SharedState, WaitId};
 #[doc(hidden)]
 pub use buffer::ProducerBuffer;
 #[doc(hidden)]
-pub use builder::{ProducerModes, StartProducer};
+pub use builder::StartProducer;
 #[doc(hidden)]
 pub use config::{LONGEST_PRODUCER_WAIT, ProducerConfig, ProducerSettings};
 #[doc(hidden)]
