@@ -5,15 +5,16 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iggy_route_core::client::consumer::{ConsumerState, GroupClaims, StartConsumer};
-use iggy_route_core::client::{Admission, Call, ClientError, ConnectWait, SessionWatch};
+use iggy_route_core::client::{Admission, Call, Checked, ClientError, ConnectWait, SessionWatch};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use mio::{Poll, Waker};
 
-use crate::consumer::TopicConsumer;
+use crate::consumer::{ConsumerBuilder, TopicConsumer};
 use crate::driver::{Command, Dialer, Driver, WAKER};
 use crate::probe::probe_delay;
+use crate::producer::ProducerBuilder;
 use crate::resolve::{Lookup, Resolver, system_lookup};
 use crate::responder::{Outcome, Responder};
 use crate::session_wait::wait_for_session;
@@ -165,7 +166,7 @@ impl Client {
 
     iggy_route_core::for_each_operation!(methods);
 
-    iggy_route_core::builder_methods!();
+    iggy_route_core::builder_methods!(ProducerBuilder, ConsumerBuilder);
 
     /// Counters since the client connected: sends, refusals, lookups, reconnects, session
     /// moves.
@@ -279,8 +280,8 @@ impl StartConsumer for Client {
         &self.shared.claims
     }
 
-    fn start_consumer(self, state: ConsumerState) -> TopicConsumer {
-        TopicConsumer::new(self, state)
+    fn start_consumer(self, state: Checked<ConsumerState>) -> TopicConsumer {
+        TopicConsumer::new(self, state.into_inner())
     }
 }
 

@@ -45,8 +45,8 @@ mod direct;
 use std::sync::Arc;
 
 use iggy_route_core::SendReceipt;
-use iggy_route_core::client::ClientError;
 use iggy_route_core::client::producer::{DirectProducer, ProducerSettings, StartProducer};
+use iggy_route_core::client::{Checked, ClientError};
 use iggy_route_core::wire::Message;
 
 pub use delivery::{Delivered, Delivery, DeliveryQueue, DeliverySender};
@@ -68,11 +68,11 @@ pub struct Producer<M: Mode = Direct> {
     mode: Arc<M::Running>,
 }
 
-/// What a producer of each mode runs on. Not for users: only `Direct` and `Background`
-/// are modes.
-#[doc(hidden)]
-pub trait Mode {
-    /// The mode's own part of a producer.
+/// A producer's mode: [`Direct`] or [`Background`], the only two (the trait is sealed).
+/// Generic code over producers of either mode names it: `fn f<M: Mode>(p: &Producer<M>)`.
+pub trait Mode: sealed::Sealed {
+    /// What a producer of this mode runs on.
+    #[doc(hidden)]
     type Running: std::fmt::Debug + Send + Sync;
 }
 
@@ -84,6 +84,12 @@ impl Mode for Background {
     type Running = BackgroundMode;
 }
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Direct {}
+    impl Sealed for super::Background {}
+}
+
 impl<M: Mode> Clone for Producer<M> {
     fn clone(&self) -> Self {
         Self {
@@ -92,9 +98,9 @@ impl<M: Mode> Clone for Producer<M> {
     }
 }
 
-/// Sets up a [`Producer`]: [`Client::producer`], then the settings, then
-/// [`build`](iggy_route_core::client::producer::ProducerBuilder::build). Its settings and
-/// their rules are the core's, the same on both adapters.
+/// Sets up a [`Producer`]: [`Client::producer`], then the settings, then `build` (which
+/// gives a `Producer<Direct>`, or a `Producer<Background>` after `background`). Its
+/// settings and their rules are the core's, the same on both adapters.
 pub type ProducerBuilder<M = Direct> =
     iggy_route_core::client::producer::ProducerBuilder<Client, M>;
 
@@ -103,10 +109,13 @@ impl StartProducer for Client {
     type Direct = Producer<Direct>;
     type Background = Producer<Background>;
 
-    fn start_direct(self, producer: DirectProducer) -> Result<Producer<Direct>, ClientError> {
+    fn start_direct(
+        self,
+        producer: Checked<DirectProducer>,
+    ) -> Result<Producer<Direct>, ClientError> {
         let direct = DirectMode {
             client: self,
-            producer,
+            producer: producer.into_inner(),
         };
         Ok(Producer {
             mode: Arc::new(direct),
@@ -116,9 +125,9 @@ impl StartProducer for Client {
     /// With its thread started; `ClientError::Io` when the thread cannot be spawned.
     fn start_background(
         self,
-        settings: ProducerSettings,
+        settings: Checked<ProducerSettings>,
     ) -> Result<Producer<Background>, ClientError> {
-        let background = BackgroundMode::start(self, settings)?;
+        let background = BackgroundMode::start(self, settings.into_inner())?;
         Ok(Producer {
             mode: Arc::new(background),
         })

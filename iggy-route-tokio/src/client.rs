@@ -6,15 +6,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 #[cfg(feature = "sdk")]
 use iggy_route_core::Credentials;
 use iggy_route_core::client::consumer::{ConsumerState, GroupClaims, StartConsumer};
-use iggy_route_core::client::{Admission, Call, ClientError, ConnectWait};
+use iggy_route_core::client::{Admission, Call, Checked, ClientError, ConnectWait};
 use iggy_route_core::partitioning::Partitioning;
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{Config, Reply, Request, Router, SendReceipt, Stats};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, info_span};
 
-use crate::consumer::TopicConsumer;
+use crate::consumer::{ConsumerBuilder, TopicConsumer};
 use crate::driver::{Command, Driver, IO_QUEUE_LEN};
+use crate::producer::ProducerBuilder;
 use crate::session_wait::wait_for_session;
 use crate::tls::Tls;
 
@@ -156,7 +157,7 @@ impl Client {
 
     iggy_route_core::for_each_operation!(methods);
 
-    iggy_route_core::builder_methods!();
+    iggy_route_core::builder_methods!(ProducerBuilder, ConsumerBuilder);
 
     /// [`Client::send`] that never waits for room: when the router's queues are full, or
     /// other requests are already waiting for room, it fails at once with
@@ -352,8 +353,8 @@ impl StartConsumer for Client {
         &self.claims
     }
 
-    fn start_consumer(self, state: ConsumerState) -> TopicConsumer {
-        TopicConsumer::new(self, state)
+    fn start_consumer(self, state: Checked<ConsumerState>) -> TopicConsumer {
+        TopicConsumer::new(self, state.into_inner())
     }
 }
 

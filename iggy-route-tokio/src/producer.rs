@@ -43,8 +43,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use iggy_route_core::SendReceipt;
-use iggy_route_core::client::ClientError;
 use iggy_route_core::client::producer::{DirectProducer, ProducerSettings, StartProducer};
+use iggy_route_core::client::{Checked, ClientError};
 use iggy_route_core::wire::Message;
 
 use crate::Client;
@@ -68,10 +68,13 @@ impl StartProducer for Client {
     type Direct = Producer<Direct>;
     type Background = Producer<Background>;
 
-    fn start_direct(self, producer: DirectProducer) -> Result<Producer<Direct>, ClientError> {
+    fn start_direct(
+        self,
+        producer: Checked<DirectProducer>,
+    ) -> Result<Producer<Direct>, ClientError> {
         let mode = DirectMode {
             client: self,
-            producer,
+            producer: producer.into_inner(),
         };
         Ok(Producer {
             mode: Arc::new(mode),
@@ -81,14 +84,14 @@ impl StartProducer for Client {
     /// With its task spawned on the current tokio runtime; `ClientError::Io` outside one.
     fn start_background(
         self,
-        settings: ProducerSettings,
+        settings: Checked<ProducerSettings>,
     ) -> Result<Producer<Background>, ClientError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|error| {
             ClientError::Io(std::io::Error::other(format!(
                 "a background producer needs a tokio runtime: {error}"
             )))
         })?;
-        let mode = BackgroundMode::start(&runtime, self, settings);
+        let mode = BackgroundMode::start(&runtime, self, settings.into_inner());
         Ok(Producer {
             mode: Arc::new(mode),
         })
@@ -102,11 +105,11 @@ pub struct Producer<M: Mode = Direct> {
     mode: Arc<M::Running>,
 }
 
-/// What a producer of each mode runs on. Not for users: only `Direct` and `Background`
-/// are modes.
-#[doc(hidden)]
-pub trait Mode {
-    /// The mode's own part of a producer.
+/// A producer's mode: [`Direct`] or [`Background`], the only two (the trait is sealed).
+/// Generic code over producers of either mode names it: `fn f<M: Mode>(p: &Producer<M>)`.
+pub trait Mode: sealed::Sealed {
+    /// What a producer of this mode runs on.
+    #[doc(hidden)]
     type Running: fmt::Debug + Send + Sync;
 }
 
@@ -116,6 +119,12 @@ impl Mode for Direct {
 
 impl Mode for Background {
     type Running = BackgroundMode;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Direct {}
+    impl Sealed for super::Background {}
 }
 
 impl<M: Mode> Clone for Producer<M> {

@@ -6,7 +6,8 @@
 //! The operations both clients expose are one list,
 //! `for_each_operation!`, that each adapter turns into methods
 //! (async on tokio, blocking on mio). To add an operation, add one entry to the list (and
-//! its `Call` constructor); both clients gain the method.
+//! its `Call` constructor); both clients gain the method. `builder_methods!` writes their
+//! `producer` and `consumer`.
 
 mod call;
 mod callers;
@@ -43,6 +44,30 @@ use crate::ConnectError;
 use crate::event::{Event, LinkRole};
 use crate::request::RequestError;
 use crate::wire::{Identifier, Message};
+
+/// What one of the core's builders checked and made, handed to the adapter to start: only
+/// the builders make one, so an adapter's producer or consumer never runs on settings that
+/// skipped their checks (or a consumer on claims that are not its client's).
+///
+/// ```compile_fail
+/// // Outside the core, nothing can make one.
+/// let forged = iggy_route_core::client::Checked::new(());
+/// ```
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Checked<T>(T);
+
+impl<T> Checked<T> {
+    /// For the builders.
+    pub(crate) fn new(value: T) -> Self {
+        Self(value)
+    }
+
+    /// What was checked, for the adapter to start.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
 
 /// Converts a stream or topic argument (`u32`, `&str` or [`Identifier`]) to an identifier.
 #[doc(hidden)]

@@ -1,5 +1,6 @@
 //! The one list of the operations both adapters' clients expose: see
-//! [`for_each_operation!`](crate::for_each_operation).
+//! [`for_each_operation!`](crate::for_each_operation); and their `producer` and `consumer`
+//! (`builder_methods!`).
 
 /// Hands the list of client operations to `$callback`, a macro each adapter writes to turn
 /// every entry into a method of its `Client` (an `async fn` on tokio, a blocking one on mio).
@@ -390,13 +391,15 @@ macro_rules! for_each_operation {
 
 /// Writes an adapter's `Client::producer` and `Client::consumer` (inside its `impl
 /// Client`): the core's builders over the adapter's client, declared once so that both
-/// adapters hand them out alike. The client implements
+/// adapters hand them out alike. The arguments are the adapter's names for the builders
+/// (`ProducerBuilder<Direct>` and `ConsumerBuilder` over its `Client`), which its
+/// documentation shows. The client implements
 /// [`StartProducer`](crate::client::producer::StartProducer) and
 /// [`StartConsumer`](crate::client::consumer::StartConsumer), and is `Clone`.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! builder_methods {
-    () => {
+    ($producer_builder:ty, $consumer_builder:ty) => {
         /// Starts building a producer of `stream`'s `topic` (each named by its name or its
         /// number, as for [`send`](Self::send)): a direct producer unless `background` is
         /// chosen. Fails only on a name that is no identifier.
@@ -404,11 +407,8 @@ macro_rules! builder_methods {
             &self,
             stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
             topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
-        ) -> Result<
-            $crate::client::producer::ProducerBuilder<Self, $crate::client::producer::Direct>,
-            $crate::client::ClientError,
-        > {
-            $crate::client::producer::ProducerBuilder::new(self.clone(), stream, topic)
+        ) -> Result<$producer_builder, $crate::client::ClientError> {
+            <$producer_builder>::new(self.clone(), stream, topic)
         }
 
         /// Starts building a consumer of `stream`'s `topic` (each named as for
@@ -418,8 +418,8 @@ macro_rules! builder_methods {
             &self,
             stream: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
             topic: impl TryInto<$crate::wire::Identifier, Error: Into<$crate::client::ClientError>>,
-        ) -> Result<$crate::client::consumer::ConsumerBuilder<Self>, $crate::client::ClientError> {
-            $crate::client::consumer::ConsumerBuilder::new(self.clone(), stream, topic)
+        ) -> Result<$consumer_builder, $crate::client::ClientError> {
+            <$consumer_builder>::new(self.clone(), stream, topic)
         }
     };
 }

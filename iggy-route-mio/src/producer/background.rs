@@ -62,9 +62,9 @@ struct Shared {
     wake: Condvar,
 }
 
-/// The mode of a producer whose `send` buffers and returns a [`Delivery`] (or whose
-/// `send_tagged` reports to a [`DeliveryQueue`](super::DeliveryQueue)). See the module
-/// documentation of [`crate::producer`].
+/// The state of a background producer (see [`Producer<Background>`](crate::Producer)):
+/// its `send` buffers and returns a [`Delivery`], its `send_tagged` reports to a
+/// [`DeliveryQueue`](super::DeliveryQueue).
 #[derive(Debug)]
 pub struct BackgroundMode {
     shared: Arc<Shared>,

@@ -9,8 +9,8 @@ use iggy_route_core::wire::Message;
 
 use crate::Client;
 
-/// The mode of a producer whose `send` waits for every acknowledgement. See the module
-/// documentation of [`crate::producer`].
+/// The state of a direct producer (see [`Producer<Direct>`](crate::Producer)): its `send`
+/// waits for every acknowledgement.
 #[derive(Debug)]
 pub struct DirectMode {
     pub(super) client: Client,

@@ -6,7 +6,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::{AutoCommit, ConsumerConfig, ConsumerIdentity, ConsumerState, GroupClaims};
-use crate::client::{ClientError, identifier};
+use crate::client::{Checked, ClientError, identifier};
 use crate::wire::{Identifier, PollingStrategy};
 
 /// How an adapter makes its client's consumer around the state a builder made. For the
@@ -19,7 +19,7 @@ pub trait StartConsumer: Sized {
     fn claims(&self) -> &GroupClaims;
 
     /// The consumer that carries out `state`'s requests on this client.
-    fn start_consumer(self, state: ConsumerState) -> Self::Consumer;
+    fn start_consumer(self, state: Checked<ConsumerState>) -> Self::Consumer;
 }
 
 /// Builds a consumer on client `C`; from `Client::consumer`. A single consumer with id 0
@@ -117,7 +117,8 @@ impl<C> ConsumerBuilder<C> {
         &self.config
     }
 
-    /// The consumer. It asks nothing until its first message is asked for.
+    /// The consumer (`TopicConsumer` on both adapters). It asks nothing until its first
+    /// message is asked for.
     ///
     /// A group member is refused with `ClientError::GroupConsumerExists` while another
     /// consumer of the same group lives on this client: the server counts a client as one
@@ -127,7 +128,7 @@ impl<C> ConsumerBuilder<C> {
         C: StartConsumer,
     {
         let state = ConsumerState::claiming(self.config, self.client.claims())?;
-        Ok(self.client.start_consumer(state))
+        Ok(self.client.start_consumer(Checked::new(state)))
     }
 }
 

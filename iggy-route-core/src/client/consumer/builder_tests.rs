@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::{ConsumerBuilder, StartConsumer};
-use crate::client::ClientError;
 use crate::client::consumer::{AutoCommit, ConsumerIdentity, ConsumerState, GroupClaims};
+use crate::client::{Checked, ClientError};
 use crate::wire::{Identifier, PollingStrategy};
 
 /// A client as the builder sees it: claims, and a consumer that is just its state.
@@ -33,9 +33,9 @@ impl StartConsumer for Host {
         &self.claims
     }
 
-    fn start_consumer(self, state: ConsumerState) -> ConsumerState {
+    fn start_consumer(self, state: Checked<ConsumerState>) -> ConsumerState {
         self.started.fetch_add(1, Ordering::Relaxed);
-        state
+        state.into_inner()
     }
 }
 

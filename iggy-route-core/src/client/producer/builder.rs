@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use super::{BackgroundConfig, DirectProducer, ProducerSettings};
-use crate::client::{ClientError, identifier};
+use crate::client::{Checked, ClientError, identifier};
 use crate::partitioning::Partitioning;
 use crate::wire::Identifier;
 
@@ -34,13 +34,16 @@ pub trait StartProducer: Sized {
     ///
     /// # Errors
     /// What starting it met.
-    fn start_direct(self, producer: DirectProducer) -> Result<Self::Direct, ClientError>;
+    fn start_direct(self, producer: Checked<DirectProducer>) -> Result<Self::Direct, ClientError>;
 
     /// Starts a background producer, with its task or thread.
     ///
     /// # Errors
     /// What starting it met (`ClientError::Io` when its task or thread cannot start).
-    fn start_background(self, settings: ProducerSettings) -> Result<Self::Background, ClientError>;
+    fn start_background(
+        self,
+        settings: Checked<ProducerSettings>,
+    ) -> Result<Self::Background, ClientError>;
 }
 
 /// Builds a producer of one stream's topic on client `C`; from `Client::producer`. Direct
@@ -133,21 +136,23 @@ impl<C, Mode> ProducerBuilder<C, Mode> {
 }
 
 impl<C: StartProducer> ProducerBuilder<C, Direct> {
-    /// The direct producer. Fails with `ClientError::Config` for a zero bound (see
-    /// `ProducerConfig::validate_direct`).
+    /// The direct producer, `Producer<Direct>` on both adapters. Fails with
+    /// `ClientError::Config` for a zero bound (see `ProducerConfig::validate_direct`).
     pub fn build(self) -> Result<C::Direct, ClientError> {
         self.settings.config.validate_direct()?;
-        self.client.start_direct(DirectProducer::new(self.settings))
+        let producer = DirectProducer::new(self.settings);
+        self.client.start_direct(Checked::new(producer))
     }
 }
 
 impl<C: StartProducer> ProducerBuilder<C, Background> {
-    /// The background producer. Fails with `ClientError::Config` for a setting it refuses
+    /// The background producer, `Producer<Background>` on both adapters. Fails with
+    /// `ClientError::Config` for a setting it refuses
     /// (a zero bound, a duration over a day: see `ProducerConfig::validate_background`),
     /// and with `ClientError::Io` when the adapter cannot start the producer's task or
     /// thread. (The bounds are the adapters': their `Client` meets them.)
     pub fn build(self) -> Result<C::Background, ClientError> {
         self.settings.config.validate_background()?;
-        self.client.start_background(self.settings)
+        self.client.start_background(Checked::new(self.settings))
     }
 }
