@@ -231,6 +231,35 @@ fn what_we_create_through_any_coordinator_is_sent_to_at_once() {
     }
 }
 
+/// What another client creates is sent to at once, whichever node the sender's session is
+/// on: a session on the metadata leader reads the new topic at once, before the nodes of its
+/// partitions' primaries may have applied it.
+#[test]
+fn what_another_client_creates_is_sent_to_at_once_from_any_coordinator() {
+    let Some(cluster) = RealCluster::from_env("other_creates_then_send") else {
+        return;
+    };
+    let _serial = serial();
+    let creator = cluster.client(ADAPTERS[0], 0);
+    for adapter in ADAPTERS {
+        for coordinator in 0..cluster.nodes.len() {
+            let sender = cluster.client(adapter, coordinator);
+            let stream = unique_name("route-theirs");
+            admin(&creator, create_stream(&stream));
+            admin(&creator, create_topic(&stream, "events", 3));
+            for partition in [2, 0, 1] {
+                let sent = admitted_by(sender.request(send(&stream, "events", partition, 0, "x")));
+                assert!(
+                    sent.is_ok(),
+                    "{adapter:?} via node {coordinator}: send to {partition} of another's topic: {sent:?}"
+                );
+            }
+            sender.shutdown();
+        }
+    }
+    creator.shutdown();
+}
+
 #[test]
 fn every_partition_reads_its_own_writes_and_stored_equals_acknowledged() {
     let Some(cluster) = RealCluster::from_env("read_your_writes") else {

@@ -144,15 +144,21 @@ impl Routing {
                 }
                 self.retry_elsewhere(now, frame, &place, target, None);
             }
-            Attempt::Failed(error) => {
-                if let RequestError::Server { code } = &error
-                    && code.is_not_found()
-                    && let Some(topic) = self.topic_of(frame[0])
-                {
-                    self.invalidate_topic(&topic);
+            Attempt::Failed(RequestError::Server { code })
+                if code.is_not_found() && matches!(place, Place::Lane(LaneKey::Partition(_))) =>
+            {
+                // Another client's new topic, read moments ago (often from the leader),
+                // that this partition's node has not applied yet. Nothing was admitted:
+                // the same node is asked again once it may have (see `unknown_yet_wait`).
+                match self.unknown_yet_wait(now, frame[0]) {
+                    Some(wait) => {
+                        debug!(request = %frame[0], ?code, ?wait, "partition unknown to its node, though just read; sending again");
+                        self.retry_after(now, frame, &place, wait);
+                    }
+                    None => self.fail_frame(now, frame, &place, RequestError::Server { code }),
                 }
-                self.complete_frame(now, frame, &place, &Err(error));
             }
+            Attempt::Failed(error) => self.fail_frame(now, frame, &place, error),
         }
     }
 
@@ -211,7 +217,7 @@ impl Routing {
 
     /// Completes every request of a frame with the same outcome, in frame order, then moves
     /// the lane on once.
-    fn complete_frame(
+    pub(super) fn complete_frame(
         &mut self,
         now: Instant,
         frame: &[RequestId],
@@ -442,7 +448,7 @@ impl Routing {
         }
     }
 
-    fn topic_of(&self, request: RequestId) -> Option<crate::ids::TopicKey> {
+    pub(super) fn topic_of(&self, request: RequestId) -> Option<crate::ids::TopicKey> {
         self.pending.get(&request)?.facts.topic.clone()
     }
 }

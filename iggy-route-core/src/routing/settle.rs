@@ -275,6 +275,39 @@ impl Routing {
         Some(wait)
     }
 
+    /// How long to wait before sending again a request that its partition's node answered
+    /// "not found", when that may only mean the node lags: the request's topic was read
+    /// less than `own_write_settle` ago (by the session's node or the leader, which knew
+    /// it), and the request is young enough to wait (`lag_wait`). A node's partition plane
+    /// knows only what its metadata copy holds, which lags the leader's for a while after
+    /// another client creates a topic. `None` when the answer is to be believed.
+    pub(super) fn unknown_yet_wait(&mut self, now: Instant, id: RequestId) -> Option<Duration> {
+        let topic = self.topic_of(id)?;
+        let read_at = self.topics.get(&topic)?.read_at?;
+        if now.saturating_duration_since(read_at) >= self.config.own_write_settle {
+            return None;
+        }
+        self.lag_wait(now, id)
+    }
+
+    /// Ends a frame with `error`. A "not found" also forgets what is known of the topic:
+    /// the next request reads it again.
+    pub(super) fn fail_frame(
+        &mut self,
+        now: Instant,
+        frame: &[RequestId],
+        place: &Place,
+        error: RequestError,
+    ) {
+        if let RequestError::Server { code } = &error
+            && code.is_not_found()
+            && let Some(topic) = self.topic_of(frame[0])
+        {
+            self.invalidate_topic(&topic);
+        }
+        self.complete_frame(now, frame, place, &Err(error));
+    }
+
     /// The deadline of a pending request.
     pub(super) fn deadline_of(&self, id: RequestId) -> Option<Instant> {
         self.pending.get(&id).map(|p| p.deadline)

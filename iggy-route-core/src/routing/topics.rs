@@ -452,7 +452,7 @@ impl Routing {
     /// `route_backoff_initial` up to `route_backoff_max`, jittered, while the request is
     /// younger than `own_write_settle`; `None` once it is older (the partition does not
     /// exist: the request fails) or would outlive its deadline.
-    fn lag_wait(&mut self, now: Instant, id: RequestId) -> Option<Duration> {
+    pub(super) fn lag_wait(&mut self, now: Instant, id: RequestId) -> Option<Duration> {
         let pending = self.pending.get(&id)?;
         let since = now.saturating_duration_since(pending.submitted_at);
         if since >= self.config.own_write_settle {
