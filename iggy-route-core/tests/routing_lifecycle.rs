@@ -155,6 +155,8 @@ fn a_moved_watermark_makes_routes_and_partition_counts_stale() {
     );
 }
 
+/// A partition's node answers "not found" for a topic read over `own_write_settle` ago: the
+/// answer stands, and the count is read again for the next request.
 #[test]
 fn partition_not_found_from_the_server_invalidates_the_partition_count() {
     let t0 = origin();
@@ -166,12 +168,37 @@ fn partition_not_found_from_the_server_invalidates_the_partition_count() {
     let error = RequestError::Server {
         code: iggy_route_core::wire::ErrorCode::PartitionNotFound,
     };
-    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Failed(error));
+    let later = t0 + Duration::from_millis(1_500);
+    routing.handle_result(later, id, Target::Node(NodeId(0)), Attempt::Failed(error));
     drain(&mut routing);
     routing
-        .admit(t0, send(Partitioning::PartitionId(0)))
+        .admit(later, send(Partitioning::PartitionId(0)))
         .unwrap();
     assert_eq!(drain(&mut routing), ["fetch topic"]);
+}
+
+/// The same answer moments after the topic was read (another client's new topic, which
+/// that node has not applied yet): nothing was admitted, and the same node is asked again
+/// after a paced wait instead of the request failing.
+#[test]
+fn partition_not_found_moments_after_the_topic_was_read_is_asked_again() {
+    let t0 = origin();
+    let mut routing = warmed(t0, 1, &[(0, 0)]);
+    let id = routing
+        .admit(t0, send(Partitioning::PartitionId(0)))
+        .unwrap();
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
+    let error = RequestError::Server {
+        code: iggy_route_core::wire::ErrorCode::ResourceNotFound,
+    };
+    routing.handle_result(t0, id, Target::Node(NodeId(0)), Attempt::Failed(error));
+    assert!(
+        drain(&mut routing).is_empty(),
+        "nothing completes, nothing is read"
+    );
+    let retry = routing.poll_timeout().expect("a paced retry");
+    routing.handle_timeout(retry);
+    assert_eq!(drain(&mut routing), [format!("write {id} -> node0")]);
 }
 
 // --- admin -------------------------------------------------------------------------------
