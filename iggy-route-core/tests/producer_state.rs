@@ -7,6 +7,7 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -308,7 +309,7 @@ fn a_shutdown_with_waiters_refuses_them_sends_the_rest_and_ends_after_the_answer
     ));
     let failure = held.delivery.borrow_mut().take().unwrap().unwrap_err();
     assert_eq!(failure.messages.len(), 4, "the messages come back");
-    assert!(state.end(false).is_empty());
+    assert!(state.end(false, VecDeque::new()).is_empty());
     let (_, report) = state.flush(slot()).expect("over at once once ended");
     assert!(report.is_ok(), "the failures were reported once");
 }
@@ -400,7 +401,7 @@ fn an_abnormal_end_tells_everyone_still_waiting_and_later_calls_fail() {
     let waiting = send(&mut state, now, 1);
     let flush = slot();
     state.flush(Rc::clone(&flush));
-    for output in state.end(true) {
+    for output in state.end(true, VecDeque::new()) {
         output.tell(None);
     }
     let lost = in_flight.delivery.borrow_mut().take().unwrap().unwrap_err();
@@ -425,6 +426,43 @@ fn an_abnormal_end_tells_everyone_still_waiting_and_later_calls_fail() {
 
 /// Makes one setting invalid.
 type Spoil = fn(&mut ProducerConfig);
+
+/// A panicking `on_error` unwinds past the outputs the adapter had taken and not told yet.
+/// They go back to `end`, so that the flush among them hears `Stopped` only once the
+/// producer refuses calls, and the settled call keeps its outcome without the callback.
+#[test]
+fn outputs_a_panicking_callback_left_untold_are_told_after_the_end() {
+    let now = Instant::now();
+    let mut state = state(Backpressure::Block, true);
+    let call = send(&mut state, now, 4);
+    let flush = slot();
+    state.flush(Rc::clone(&flush));
+    state.pump(now);
+    let batches = drain(&mut state, None);
+    state.complete(batches[0].id, Err(ClientError::Closed));
+    state.pump(now);
+    let untold: VecDeque<_> = std::iter::from_fn(|| state.poll_output()).collect();
+    assert_eq!(untold.len(), 2, "the failure, then the flush: {untold:?}");
+    let outputs = state.end(true, untold);
+    assert!(matches!(
+        send(&mut state, now, 1).offered,
+        Err(ClientError::Closed)
+    ));
+    let calls = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&calls);
+    let callback: ErrorCallback = Arc::new(move |_| *counted.lock().unwrap() += 1);
+    for output in outputs {
+        assert!(output.tell(Some(&callback)).is_none(), "nothing to submit");
+    }
+    let failure = call.delivery.borrow_mut().take().unwrap().unwrap_err();
+    assert_eq!(failure.messages.len(), 4, "the outcome stands");
+    assert_eq!(
+        *calls.lock().unwrap(),
+        0,
+        "the callback is not called again"
+    );
+    assert!(matches!(*flush.borrow(), Some(Err(ProducerError::Stopped))));
+}
 
 #[test]
 fn one_rule_checks_the_settings_of_both_adapters() {

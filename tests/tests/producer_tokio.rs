@@ -433,26 +433,31 @@ async fn failures_reach_on_error_with_their_messages() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_on_error_stops_the_producer_and_flush_says_so() {
     let setup = setup(|_| {}).await;
-    let producer = setup
-        .client
-        .producer("orders", "no-such-topic")
-        .unwrap()
-        .background(BackgroundConfig {
-            on_error: Some(Arc::new(|_| panic!("on_error panics (on purpose)"))),
-            ..BackgroundConfig::default()
-        })
-        .build()
-        .unwrap();
-    let handle = producer.send(numbered("p", 0..2)).await.unwrap();
-    assert!(handle.await.is_err());
-    assert!(matches!(
-        producer.flush().await,
-        Err(ProducerError::Stopped)
-    ));
-    assert!(matches!(
-        producer.send(numbered("p", 2..3)).await,
-        Err(ClientError::Closed)
-    ));
+    // Many times over: the flush and the task's end race (see the mio test).
+    for round in 0..200 {
+        let producer = setup
+            .client
+            .producer("orders", "no-such-topic")
+            .unwrap()
+            .background(BackgroundConfig {
+                on_error: Some(Arc::new(|_| panic!("on_error panics (on purpose)"))),
+                ..BackgroundConfig::default()
+            })
+            .build()
+            .unwrap();
+        let handle = producer.send(numbered("p", 0..2)).await.unwrap();
+        assert!(handle.await.is_err());
+        let flushed = producer.flush().await;
+        assert!(
+            matches!(flushed, Err(ProducerError::Stopped)),
+            "round {round}: {flushed:?}"
+        );
+        let after = producer.send(numbered("p", 2..3)).await;
+        assert!(
+            matches!(after, Err(ClientError::Closed)),
+            "round {round}: {after:?}"
+        );
+    }
     setup.finish().await;
 }
 

@@ -7,6 +7,7 @@
 //! each caller what the state says. No I/O, no user callback and no submit runs under the
 //! lock; the I/O thread only settles an answered batch under it.
 
+use std::collections::VecDeque;
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -14,7 +15,7 @@ use std::time::Instant;
 
 use iggy_route_core::SendReceipt;
 use iggy_route_core::client::producer::{
-    Batch, Handles, Offered, ProducerSettings, ProducerState, ProducerStats, SendFailure,
+    Batch, Handles, Offered, Output, ProducerSettings, ProducerState, ProducerStats, SendFailure,
     SharedState,
 };
 use iggy_route_core::client::{ClientError, stamp_origin_timestamps};
@@ -83,6 +84,7 @@ impl BackgroundMode {
             shared: Arc::clone(&shared),
             client,
             on_error: settings.on_error,
+            untold: VecDeque::new(),
             over: false,
         };
         let worker = thread::Builder::new()
@@ -259,6 +261,9 @@ struct Worker {
     shared: Arc<Shared>,
     client: Client,
     on_error: Option<ErrorCallback>,
+    /// Outputs taken from the state and not carried out yet. Kept here, not on the stack,
+    /// so that a panicking `on_error` leaves them for the drop to hand back to the state.
+    untold: VecDeque<Output<Channels>>,
     /// Set once the state is finished: the end is normal.
     over: bool,
 }
@@ -268,8 +273,9 @@ impl Worker {
         let mut state = self.shared.state.lock();
         loop {
             state.pump(Instant::now());
-            let outputs: Vec<_> = std::iter::from_fn(|| state.poll_output()).collect();
-            if outputs.is_empty() {
+            self.untold
+                .extend(std::iter::from_fn(|| state.poll_output()));
+            if self.untold.is_empty() {
                 if state.is_finished() {
                     break;
                 }
@@ -290,7 +296,7 @@ impl Worker {
             drop(state);
             // In order: each batch is in the client's queue before the next, so batches to
             // a partition are written in the order they were cut.
-            for output in outputs {
+            while let Some(output) = self.untold.pop_front() {
                 if let Some(batch) = output.tell(self.on_error.as_ref()) {
                     self.submit(batch);
                 }
@@ -320,7 +326,10 @@ impl Drop for Worker {
         if !self.over {
             warn!("the producer's thread stopped abnormally (its on_error panicked?)");
         }
-        let outputs = self.shared.state.lock().end(!self.over);
+        // The state ends before any untold output is told: a caller who hears `Stopped`
+        // finds the producer closed.
+        let untold = std::mem::take(&mut self.untold);
+        let outputs = self.shared.state.lock().end(!self.over, untold);
         for output in outputs {
             output.tell(None);
         }

@@ -6,6 +6,7 @@
 //! `max_in_flight` are out, and the router's coalescing can merge them further), and tells
 //! each caller what the state says.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -106,6 +107,7 @@ impl BackgroundMode {
             client,
             on_error: settings.on_error,
             in_flight: JoinSet::new(),
+            untold: VecDeque::new(),
             over: false,
         };
         runtime.spawn(worker.run().instrument(span));
@@ -207,6 +209,10 @@ struct Worker {
     client: Client,
     on_error: Option<ErrorCallback>,
     in_flight: JoinSet<(BatchId, Result<Reply, ClientError>)>,
+    /// Outputs taken from the state and not carried out yet. Kept here, not on the stack,
+    /// so that a panicking `on_error` (or a runtime shut down) leaves them for the drop to
+    /// hand back to the state.
+    untold: VecDeque<Output<Channels>>,
     /// Set once the state is finished: the end is normal.
     over: bool,
 }
@@ -214,14 +220,15 @@ struct Worker {
 impl Worker {
     async fn run(mut self) {
         loop {
-            let (outputs, wake_at, finished) = {
+            let (wake_at, finished) = {
                 let mut state = self.shared.state.lock();
                 state.pump(Instant::now());
-                let outputs: Vec<_> = std::iter::from_fn(|| state.poll_output()).collect();
-                (outputs, state.poll_timeout(), state.is_finished())
+                self.untold
+                    .extend(std::iter::from_fn(|| state.poll_output()));
+                (state.poll_timeout(), state.is_finished())
             };
-            if !outputs.is_empty() {
-                for output in outputs {
+            if !self.untold.is_empty() {
+                while let Some(output) = self.untold.pop_front() {
                     self.carry_out(output).await;
                 }
                 continue;
@@ -269,7 +276,10 @@ impl Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        let outputs = self.shared.state.lock().end(!self.over);
+        // The state ends before any untold output is told: a caller who hears `Stopped`
+        // finds the producer closed.
+        let untold = std::mem::take(&mut self.untold);
+        let outputs = self.shared.state.lock().end(!self.over, untold);
         for output in outputs {
             output.tell(None);
         }

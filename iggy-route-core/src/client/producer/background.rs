@@ -429,10 +429,14 @@ impl<H: Handles> ProducerState<H> {
     /// with their messages; calls in flight fail `Closed` without them (they went with
     /// their batch and may be stored); waiting calls are refused `Closed`; flushes hear
     /// the report (`Stopped` after an abnormal end). Later calls fail `Closed`, and later
-    /// flushes are over at once.
-    pub fn end(&mut self, abnormally: bool) -> Vec<Output<H>> {
+    /// flushes are over at once. `untold` are outputs the adapter took but did not carry
+    /// out (a panicking `on_error` unwinds past them): handed out only now, so nobody
+    /// hears of the end (a flush's `Stopped`) while the producer still takes calls.
+    pub fn end(&mut self, abnormally: bool, untold: VecDeque<Output<H>>) -> Vec<Output<H>> {
         self.shutdown(None);
         self.phase = Phase::Ended { abnormally };
+        self.outputs
+            .extend(untold.into_iter().filter_map(|o| o.after_end(abnormally)));
         let abandoned = self.buffer.abandon(&ClientError::Closed);
         self.settle(abandoned, false);
         for (_, delivery) in std::mem::take(&mut self.deliveries) {

@@ -94,6 +94,32 @@ impl<H: Handles> Output<H> {
         }
         None
     }
+
+    /// What is still to tell of an output taken but not carried out before the producer
+    /// ended: a batch never handed over goes nowhere (the end fails its calls `Closed`);
+    /// a settled call keeps its outcome but skips the callback; a flush hears `Stopped`
+    /// after an abnormal end, whatever its report was.
+    pub(super) fn after_end(self, abnormally: bool) -> Option<Self> {
+        Some(match self {
+            Self::Submit(_) => return None,
+            Self::Settled {
+                delivery, outcome, ..
+            } => Self::Settled {
+                delivery,
+                outcome,
+                on_error: None,
+            },
+            Self::FlushOver(done, report) => Self::FlushOver(
+                done,
+                if abnormally {
+                    Err(ProducerError::Stopped)
+                } else {
+                    report
+                },
+            ),
+            told @ (Self::Admitted(_) | Self::Refused { .. }) => told,
+        })
+    }
 }
 
 // By hand: the handles need not be `Debug`.
