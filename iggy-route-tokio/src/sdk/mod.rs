@@ -42,7 +42,7 @@
 //! | `create_partitions`, `delete_partitions`, `delete_segments` | Native. |
 //! | `poll_messages`, `poll_messages_with_strategy_for` | Native `poll_request`, `auto_commit` included (an auto-commit poll goes to the partition's primary). A consumer-group poll without a partition reads the member's assignment (`SYNC_CONSUMER_GROUP`) and polls its partitions in turn, as the SDK does: not a member is `ConsumerGroupMemberNotFound`, a member without partitions an empty poll for `NO_ASSIGNED_PARTITION`, a re-sync answer reads the assignment again once. With an encryptor, every payload and user-header block polled is opened (see [Encryption](#encryption)). |
 //! | `send_messages` | Native `send`, on the partition's primary, the partition chosen by the SDK's rules. A message with id 0 gets a fresh UUID, written back into the caller's message as the SDK does. Origin timestamps go out as the messages carry them (the SDK's message builder stamps them; a 0 is stored as 0), where the native `send` stamps a 0 with the time of the call. A user-header block goes out as given (the server never reads it), of any size the frame carries, as the SDK's `send_messages` sends it. With an encryptor, payloads and header blocks are sealed first (see [Encryption](#encryption)). The answer holds the batch's confirmation (see [Differences](#differences)). |
-//! | `flush_unsaved_buffer` | Native, on the partition's primary (the 0.11.0 server answers `FeatureUnavailable`). |
+//! | `flush_unsaved_buffer` | Native, on the partition's primary (the 0.11.0 server answers `FeatureUnavailable`); a partition the topic does not have is `PartitionNotFound` (3007), nothing sent (see [Differences](#differences)). |
 //! | `store_consumer_offset` | Native `store_offset` on the partition's primary. **Without a partition: `ResourceNotFound` (20)**, nothing sent, as the 0.11.0 server answers it. |
 //! | `get_consumer_offset`, `delete_consumer_offset` | Native. |
 //! | `get_consumer_group`, `get_consumer_groups`, `create_consumer_group`, `delete_consumer_group`, `join_consumer_group`, `leave_consumer_group` | Native (a membership lives on its own link to the metadata leader). |
@@ -166,6 +166,17 @@
 //!   write, an auto-commit poll) on the partition's primary, on any server. The SDK 0.11.0
 //!   sends both through the routing commands once it sees more than one node, and a
 //!   server without them (the one built from the public source) answers `InvalidCommand`.
+//! - A `login_user` or `login_with_personal_access_token` as another user that the server
+//!   refuses still signs the session in again, with the credentials it had, on the
+//!   metadata leader, so the session may move to another node; the SDK's stays where it
+//!   was. A login that succeeds moves the session to the leader on both (the SDK redirects
+//!   to the leader after a login).
+//! - `flush_unsaved_buffer` of a partition that does not exist answers `PartitionNotFound`
+//!   (3007) without asking the server; of one that exists, `FeatureUnavailable` (5), as
+//!   the server does.
+//! - A send that names a topic by the name another client has just renamed it from fails
+//!   with `TopicIdNotFound` (2010), where the SDK gets the server's `ResourceNotFound`
+//!   (20).
 
 mod bodies;
 mod convert_admin;
