@@ -42,7 +42,19 @@ mod group_names;
 #[path = "real_cluster/user_accounts.rs"]
 mod user_accounts;
 
-use std::collections::{BTreeMap, BTreeSet};
+// A consumer group's members on split primaries.
+#[path = "real_cluster/consumer_group_members.rs"]
+mod consumer_group_members;
+
+// The coordinator's node killed under load.
+#[path = "real_cluster/the_coordinators_node_killed.rs"]
+mod the_coordinators_node_killed;
+
+// What this client and another create, sent to at once.
+#[path = "real_cluster/what_is_created.rs"]
+mod what_is_created;
+
+use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -50,8 +62,7 @@ use iggy_route_core::client::{Call, ClientError};
 use iggy_route_core::wire::{Consumer, ConsumerKind, Identifier, Name, PollingStrategy};
 use iggy_route_core::{PollRequest, Reply, Request};
 use iggy_route_tests::real_cluster::{
-    ELECTION_WAIT, REJOIN_WAIT, RealCluster, admin, admitted_by, create_partitions, create_stream,
-    create_topic, poll, read_all, send, unique_name,
+    RealCluster, admin, admitted_by, create_stream, create_topic, poll, read_all, send, unique_name,
 };
 use iggy_route_tests::scripted::clients::{Adapter, TestClient};
 
@@ -201,66 +212,6 @@ fn no_refusal_after_our_own_metadata_writes() {
 }
 
 #[test]
-fn what_we_create_through_any_coordinator_is_sent_to_at_once() {
-    let Some(cluster) = RealCluster::from_env("create_then_send") else {
-        return;
-    };
-    let _serial = serial();
-    for adapter in ADAPTERS {
-        for coordinator in 0..cluster.nodes.len() {
-            let client = cluster.client(adapter, coordinator);
-            let stream = unique_name("route-fresh");
-            admin(&client, create_stream(&stream));
-            admin(&client, create_topic(&stream, "events", 2));
-            let first = client.request(send(&stream, "events", 1, 0, "first"));
-            assert!(
-                admitted_by(first).is_ok(),
-                "{adapter:?} via node {coordinator}: create-then-send"
-            );
-            admin(&client, create_partitions(&stream, "events", 2));
-            for partition in [3, 2] {
-                let sent = client.request(send(&stream, "events", partition, 0, "added"));
-                let sent = admitted_by(sent);
-                assert!(
-                    sent.is_ok(),
-                    "{adapter:?} via node {coordinator}: add-then-send to {partition}: {sent:?}"
-                );
-            }
-            client.shutdown();
-        }
-    }
-}
-
-/// What another client creates is sent to at once, whichever node the sender's session is
-/// on: a session on the metadata leader reads the new topic at once, before the nodes of its
-/// partitions' primaries may have applied it.
-#[test]
-fn what_another_client_creates_is_sent_to_at_once_from_any_coordinator() {
-    let Some(cluster) = RealCluster::from_env("other_creates_then_send") else {
-        return;
-    };
-    let _serial = serial();
-    let creator = cluster.client(ADAPTERS[0], 0);
-    for adapter in ADAPTERS {
-        for coordinator in 0..cluster.nodes.len() {
-            let sender = cluster.client(adapter, coordinator);
-            let stream = unique_name("route-theirs");
-            admin(&creator, create_stream(&stream));
-            admin(&creator, create_topic(&stream, "events", 3));
-            for partition in [2, 0, 1] {
-                let sent = admitted_by(sender.request(send(&stream, "events", partition, 0, "x")));
-                assert!(
-                    sent.is_ok(),
-                    "{adapter:?} via node {coordinator}: send to {partition} of another's topic: {sent:?}"
-                );
-            }
-            sender.shutdown();
-        }
-    }
-    creator.shutdown();
-}
-
-#[test]
 fn every_partition_reads_its_own_writes_and_stored_equals_acknowledged() {
     let Some(cluster) = RealCluster::from_env("read_your_writes") else {
         return;
@@ -384,178 +335,6 @@ fn call<T>(client: &TestClient, call: Call<T>) -> Result<T, ClientError> {
     reply.extract(client.request(request)?)
 }
 
-/// Three members of a consumer group (both adapters, sessions on every node) join on the
-/// metadata leader, each is assigned its own partitions of the split topic, and each reads
-/// them from their primaries and backups as itself (the group's polls name the member in
-/// their header): every message sent once is read once across the group; each member's
-/// offset write of each of its partitions is stored where the partition's primary serves
-/// it (the member link's write names the primary, a poll there commits, the leader
-/// confirms); a member's leave starts a new generation. No session moves, no membership is
-/// lost.
-#[test]
-fn consumer_group_members_read_their_own_partitions_of_split_primaries() {
-    let Some(cluster) = RealCluster::from_env("consumer_group_members") else {
-        return;
-    };
-    let mut fixture = serial();
-    let split = split(&cluster, &mut fixture);
-    let (stream, topic) = (split.stream.as_str(), split.topic.as_str());
-    let producer = cluster.client(Adapter::Tokio, cluster.nodes.len() - 1);
-    let mut sent = BTreeSet::new();
-    for partition in 0..split.partitions {
-        for _ in 0..2 {
-            let id = fresh_id();
-            admin(&producer, send(stream, topic, partition, id, "group"));
-            sent.insert(id);
-        }
-    }
-    let group = unique_name("members");
-    call(
-        &producer,
-        Call::create_consumer_group(stream, topic, &group).unwrap(),
-    )
-    .unwrap();
-    producer.shutdown();
-
-    let members: Vec<TestClient> = [Adapter::Tokio, Adapter::Mio, Adapter::Tokio]
-        .into_iter()
-        .enumerate()
-        .map(|(node, adapter)| cluster.client(adapter, node))
-        .collect();
-    for member in &members {
-        call(
-            member,
-            Call::join_consumer_group(stream, topic, group.as_str()).unwrap(),
-        )
-        .unwrap();
-    }
-    let sync = |member: &TestClient| {
-        call(
-            member,
-            Call::sync_consumer_group(stream, topic, group.as_str()).unwrap(),
-        )
-        .unwrap()
-        .expect("a member")
-    };
-    let mut owners = BTreeMap::new();
-    let mut read = Vec::new();
-    for (index, member) in members.iter().enumerate() {
-        let assignment = sync(member);
-        assert_eq!(
-            assignment.partitions.len(),
-            2,
-            "member {index}: {assignment:?}"
-        );
-        for &partition in &assignment.partitions {
-            assert!(
-                owners.insert(partition, index).is_none(),
-                "{partition} twice"
-            );
-            let (ours, end) = read_as_member(member, (stream, topic, &group), partition, &sent);
-            read.extend(ours);
-            // The member's commit reaches the partition's primary, wherever it leads.
-            let consumer = Consumer {
-                kind: ConsumerKind::ConsumerGroup,
-                id: Identifier::Named(Name::new(&group).unwrap()),
-            };
-            let store = Call::store_offset(consumer.clone(), stream, topic, partition, end);
-            call(member, store.unwrap()).unwrap();
-            let stored = Call::get_consumer_offset(consumer, stream, topic, Some(partition));
-            let stored = call(member, stored.unwrap()).unwrap();
-            assert_eq!(
-                stored.map(|s| s.stored_offset),
-                Some(end),
-                "partition {partition}"
-            );
-        }
-    }
-    assert_eq!(owners.len(), split.partitions as usize);
-    read.sort_unstable();
-    assert_eq!(
-        read,
-        sent.iter().copied().collect::<Vec<_>>(),
-        "each message once"
-    );
-
-    let before = sync(&members[1]).generation;
-    call(
-        &members[0],
-        Call::leave_consumer_group(stream, topic, group.as_str()).unwrap(),
-    )
-    .unwrap();
-    let left = call(
-        &members[0],
-        Call::sync_consumer_group(stream, topic, group.as_str()).unwrap(),
-    );
-    assert_eq!(left.unwrap(), None, "no longer a member");
-    // A sync may be answered by a node that has not applied the leave yet (the server's
-    // followers trail its leader by up to 250 ms; seen once under load): the new generation
-    // shows within a few seconds.
-    let give_up = Instant::now() + Duration::from_secs(5);
-    let mut generation = sync(&members[1]).generation;
-    while generation <= before && Instant::now() < give_up {
-        std::thread::sleep(Duration::from_millis(100));
-        generation = sync(&members[1]).generation;
-    }
-    assert!(generation > before, "the leave started a new generation");
-    for (index, member) in members.iter().enumerate() {
-        let stats = member.stats();
-        assert_eq!(stats.session_moves, 0, "member {index}");
-        assert_eq!(stats.memberships_lost, 0, "member {index}");
-        member.shutdown();
-    }
-}
-
-/// The messages of `sent` in `partition`, read by `member` as a member of `group` from
-/// offset 0 until all of them have been seen (a backup's copy may lag: up to 10 s), and the
-/// offset of the last message read.
-fn read_as_member(
-    member: &TestClient,
-    (stream, topic, group): (&str, &str, &str),
-    partition: u32,
-    sent: &BTreeSet<u128>,
-) -> (Vec<u128>, u64) {
-    let started = Instant::now();
-    loop {
-        let mut ours = Vec::new();
-        let mut from = 0;
-        loop {
-            let reply = member.request(Request::Poll(PollRequest {
-                consumer: Consumer {
-                    kind: ConsumerKind::ConsumerGroup,
-                    id: Identifier::Named(Name::new(group).unwrap()),
-                },
-                stream: Identifier::Named(Name::new(stream).unwrap()),
-                topic: Identifier::Named(Name::new(topic).unwrap()),
-                partition_id: Some(partition),
-                strategy: PollingStrategy::Offset(from),
-                count: 1000,
-                auto_commit: false,
-            }));
-            let Ok(Reply::Polled(polled)) = reply else {
-                panic!("group poll of {partition}: {reply:?}");
-            };
-            assert_eq!(polled.partition_id, partition, "answered as the member");
-            let Some(last) = polled.messages.last() else {
-                break;
-            };
-            from = last.offset + 1;
-            ours.extend(
-                polled
-                    .messages
-                    .iter()
-                    .map(|m| m.id)
-                    .filter(|id| sent.contains(id)),
-            );
-        }
-        if ours.len() == 2 || started.elapsed() > Duration::from_secs(10) {
-            assert_eq!(ours.len(), 2, "partition {partition}: {ours:?}");
-            return (ours, from.saturating_sub(1));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// Eight threads send one message at a time to one partition, so sends queue behind the
 /// write in flight and ride merged frames: the real server must take a merged batch, and
 /// each caller's receipt must name the offset of its own message.
@@ -615,126 +394,6 @@ fn merged_frames_give_each_caller_its_own_offset_on_the_real_server() {
             "{adapter:?}: nothing was merged, nothing was tested"
         );
         client.shutdown();
-    }
-}
-
-/// The coordinator's node (node 0) is killed while three threads send: the session moves
-/// once, sends resume once the cluster has elected, and nothing acknowledged is lost. Each
-/// adapter gets a topic split afresh, so that the node it kills leads partitions under its
-/// load (the receipts say so, by the server's replica id), as the first adapter's does.
-#[test]
-fn the_coordinators_node_killed_under_load() {
-    let Some(cluster) = RealCluster::with_ctl_from_env("coordinator_killed_under_load") else {
-        return;
-    };
-    let mut fixture = serial();
-    for adapter in ADAPTERS {
-        // Node 0's death moves primaries: a split made before it no longer has any there.
-        *fixture = None;
-        let split = split(&cluster, &mut fixture);
-        let client = cluster.client(adapter, 0);
-        let mut on_the_victim = 0;
-        for partition in 0..split.partitions {
-            let request = send(&split.stream, &split.topic, partition, fresh_id(), "before");
-            if let Ok(Reply::Sent(receipt)) = client.request(request) {
-                on_the_victim += u32::from(receipt.replica == Some(0));
-            }
-        }
-        assert!(
-            on_the_victim > 0,
-            "{adapter:?}: the node to kill leads no partition"
-        );
-        let load_for = Duration::from_secs(2) + ELECTION_WAIT + Duration::from_secs(10);
-        let outcomes = Mutex::new(Outcomes::default());
-        std::thread::scope(|scope| {
-            for worker in 0..3u32 {
-                let (client, split, outcomes) = (&client, &split, &outcomes);
-                scope.spawn(move || {
-                    let started = Instant::now();
-                    let mut partition = worker;
-                    while started.elapsed() < load_for {
-                        partition = (partition + 1) % split.partitions;
-                        let id = fresh_id();
-                        let request = send(&split.stream, &split.topic, partition, id, "load");
-                        let result = admitted_by(client.request(request));
-                        let at = started.elapsed();
-                        outcomes.lock().unwrap().record(partition, id, at, result);
-                    }
-                });
-            }
-            std::thread::sleep(Duration::from_secs(2));
-            cluster.ctl("kill", 0);
-        });
-        cluster.ctl("start", 0);
-        let stats = client.stats();
-        let outcomes = outcomes.into_inner().unwrap();
-        println!(
-            "{adapter:?}: {} acknowledged, {} unknown, {} failed; last failure at {:?}; \
-             {} session moves, {} refusals",
-            outcomes.acknowledged.len(),
-            outcomes.unknown,
-            outcomes.failed,
-            outcomes.last_failure,
-            stats.session_moves,
-            stats.refusals
-        );
-        assert_eq!(stats.session_moves, 1, "{adapter:?}");
-        assert!(
-            outcomes.last_ok > outcomes.last_failure.unwrap_or_default(),
-            "{adapter:?}: sends resumed after the election"
-        );
-        client.shutdown();
-        std::thread::sleep(REJOIN_WAIT);
-        println!("{adapter:?}: {on_the_victim} partitions were led by the killed node");
-        let reader = cluster.client(Adapter::Tokio, 2);
-        for partition in 0..split.partitions {
-            let stored: BTreeSet<u128> = read_all(&reader, &split.stream, &split.topic, partition)
-                .into_iter()
-                .collect();
-            let lost: Vec<u128> = outcomes
-                .acknowledged
-                .iter()
-                .filter(|(p, id)| *p == partition && !stored.contains(id))
-                .map(|(_, id)| *id)
-                .collect();
-            assert!(
-                lost.is_empty(),
-                "{adapter:?} partition {partition} lost {lost:?}"
-            );
-        }
-        reader.shutdown();
-    }
-    *fixture = None;
-}
-
-#[derive(Debug, Default)]
-struct Outcomes {
-    acknowledged: Vec<(u32, u128)>,
-    unknown: u64,
-    failed: u64,
-    last_ok: Duration,
-    last_failure: Option<Duration>,
-}
-
-impl Outcomes {
-    fn record(&mut self, partition: u32, id: u128, at: Duration, result: Result<u32, ClientError>) {
-        match result {
-            Ok(_) => {
-                self.acknowledged.push((partition, id));
-                self.last_ok = self.last_ok.max(at);
-            }
-            Err(error) => {
-                if matches!(
-                    error,
-                    ClientError::Request(iggy_route_core::RequestError::OutcomeUnknown { .. })
-                ) {
-                    self.unknown += 1;
-                } else {
-                    self.failed += 1;
-                }
-                self.last_failure = Some(self.last_failure.unwrap_or_default().max(at));
-            }
-        }
     }
 }
 
