@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use iggy_route_core::client::ClientError;
 use iggy_route_core::client::producer::{
-    Backpressure, Batch, ErrorCallback, Handles, LONGEST_PRODUCER_WAIT, Offered, ProducerConfig,
-    ProducerError, ProducerSettings, ProducerState, ProducerStats, Refusal, SendFailure,
+    Backpressure, Batch, ErrorCallback, Handles, LONGEST_PRODUCER_WAIT, Offered, OnError, Output,
+    ProducerConfig, ProducerError, ProducerKey, ProducerSettings, ProducerState, ProducerStats,
+    Refusal, SendFailure,
 };
 use iggy_route_core::wire::{Identifier, Message};
 use iggy_route_core::{NodeId, Request, SendReceipt, SubmitError};
@@ -114,7 +115,7 @@ fn send(state: &mut ProducerState<Slots>, now: Instant, count: usize) -> Call {
 }
 
 /// Carries out every output: batches are returned, the rest told (failures to `log`).
-fn drain(state: &mut ProducerState<Slots>, log: Option<&ErrorCallback>) -> Vec<Batch> {
+fn drain(state: &mut ProducerState<Slots>, log: Option<&OnError>) -> Vec<Batch> {
     std::iter::from_fn(|| state.poll_output())
         .filter_map(|output| output.tell(log))
         .collect()
@@ -322,6 +323,7 @@ fn a_batch_failing_while_another_succeeds_reaches_the_callback_in_call_order() {
         let seen = Arc::clone(&seen);
         Arc::new(move |failure: SendFailure| seen.lock().unwrap().push(failure.messages.len()))
     };
+    let log = OnError::new(log, ProducerKey::unique());
     let mut state = state(Backpressure::Block, true);
     let first = send(&mut state, now, 1);
     let second = send(&mut state, now, 2);
@@ -451,6 +453,7 @@ fn outputs_a_panicking_callback_left_untold_are_told_after_the_end() {
     let calls = Arc::new(Mutex::new(0));
     let counted = Arc::clone(&calls);
     let callback: ErrorCallback = Arc::new(move |_| *counted.lock().unwrap() += 1);
+    let callback = OnError::new(callback, ProducerKey::unique());
     for output in outputs {
         assert!(output.tell(Some(&callback)).is_none(), "nothing to submit");
     }
@@ -462,6 +465,43 @@ fn outputs_a_panicking_callback_left_untold_are_told_after_the_end() {
         "the callback is not called again"
     );
     assert!(matches!(*flush.borrow(), Some(Err(ProducerError::Stopped))));
+}
+
+/// While a producer's `on_error` runs, the thread knows it is that producer's callback (and
+/// no other producer's), so calls it makes into its producer do not wait for the producer;
+/// the mark is gone once the callback returns, and also when it panics.
+#[test]
+fn a_callback_is_known_as_its_own_producers_while_it_runs_and_only_then() {
+    let now = Instant::now();
+    let (ours, theirs) = (ProducerKey::unique(), ProducerKey::unique());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let callback: ErrorCallback = {
+        let seen = Arc::clone(&seen);
+        Arc::new(move |failure: SendFailure| {
+            seen.lock()
+                .unwrap()
+                .push((ours.in_its_callback(), theirs.in_its_callback()));
+            assert!(failure.messages.len() != 2, "the application's panic");
+        })
+    };
+    let on_error = OnError::new(callback, ours);
+    let mut state = state(Backpressure::Block, true);
+    for count in [1, 2] {
+        let _call = send(&mut state, now, count);
+        state.pump(now + LINGER);
+        let batches = drain(&mut state, None);
+        state.complete(batches[0].id, Err(ClientError::Closed));
+        state.pump(now + LINGER);
+        for output in std::iter::from_fn(|| state.poll_output()) {
+            let settled = matches!(output, Output::Settled { .. });
+            let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                output.tell(Some(&on_error))
+            }));
+            assert_eq!(told.is_err(), settled && count == 2);
+        }
+        assert!(!ours.in_its_callback(), "after call {count}");
+    }
+    assert_eq!(*seen.lock().unwrap(), [(true, false), (true, false)]);
 }
 
 #[test]

@@ -207,14 +207,17 @@ impl Producer<Background> {
     /// Sends what is buffered now without waiting for its linger, and returns once every
     /// message buffered before this call is acknowledged or failed. Fails with
     /// [`ProducerError::SendsFailed`] naming how many messages failed since the last
-    /// flush, unless an `on_error` callback took them.
+    /// flush, unless an `on_error` callback took them. Called from the producer's own
+    /// `on_error`, it returns [`ProducerError::OwnThread`] at once.
     pub async fn flush(&self) -> Result<(), ProducerError> {
         self.mode.flush().await
     }
 
     /// Flushes, then stops the producer's task: later sends fail with
     /// `ClientError::Closed`, and so do calls still waiting for room. Returns what the
-    /// flush returns. The client stays connected.
+    /// flush returns. The client stays connected. Called from the producer's own
+    /// `on_error`, it stops taking sends and returns `Ok` at once; the task stops once the
+    /// callback has returned and what it holds is settled.
     pub async fn shutdown(&self) -> Result<(), ProducerError> {
         self.mode.shutdown().await
     }

@@ -8,7 +8,9 @@
 #[path = "mio_support/mod.rs"]
 mod mio_support;
 
-use std::sync::Arc;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -72,11 +74,51 @@ impl Producer {
         }
     }
 
+    /// A send made where nothing may wait (inside `on_error`): the tokio future is polled
+    /// once, and one that is not ready says so.
+    fn send_here(&self, messages: Vec<Message>) -> String {
+        match self {
+            Self::Tokio { producer, .. } => poll_once(producer.send(messages))
+                .map_or_else(|| "would wait".to_owned(), |sent| said(&sent)),
+            Self::Mio(producer) => said(&producer.send(messages)),
+        }
+    }
+
+    /// A flush made where nothing may wait, as [`send_here`](Self::send_here).
+    fn flush_here(&self) -> String {
+        match self {
+            Self::Tokio { producer, .. } => poll_once(producer.flush())
+                .map_or_else(|| "would wait".to_owned(), |r| reported(&r)),
+            Self::Mio(producer) => reported(&producer.flush()),
+        }
+    }
+
+    /// A shutdown made where nothing may wait, as [`send_here`](Self::send_here).
+    fn shutdown_here(&self) -> String {
+        match self {
+            Self::Tokio { producer, .. } => poll_once(producer.shutdown())
+                .map_or_else(|| "would wait".to_owned(), |r| reported(&r)),
+            Self::Mio(producer) => reported(&producer.shutdown()),
+        }
+    }
+
     fn failed_messages(&self) -> u64 {
         match self {
             Self::Tokio { producer, .. } => producer.stats().failed_messages,
             Self::Mio(producer) => producer.stats().failed_messages,
         }
+    }
+}
+
+/// A future polled once, with a waker that does nothing: its output if it was ready.
+fn poll_once<F: Future>(future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => Some(output),
+        Poll::Pending => None,
     }
 }
 
@@ -395,6 +437,54 @@ fn failures_go_to_on_error_in_call_order(_harness: &Harness, client: &Client) ->
     vec![reported(&flushed), told, seen, reported(&shut)]
 }
 
+/// Calls from inside `on_error` into its own producer, which waits for the callback: none
+/// waits for the producer. Sends go in while there is room and fail at once when there is
+/// none, a flush is `OwnThread`, a shutdown is `Ok` at once and later sends are `Closed`.
+/// Outside, the flush that was waiting ends, the producer stops once what it holds is
+/// settled (the calls made inside fail on to the callback), and nothing is counted twice.
+fn calls_from_inside_on_error(_harness: &Harness, client: &Client) -> Vec<String> {
+    let slot: Arc<Mutex<Option<Producer>>> = Arc::default();
+    let inside = Arc::new(Mutex::new(Vec::new()));
+    let on_error = {
+        let (slot, inside) = (Arc::clone(&slot), Arc::clone(&inside));
+        Arc::new(move |_failure: SendFailure| {
+            // Only the first failure calls in; the calls it makes fail on to here too.
+            let Some(producer) = slot.lock().unwrap().take() else {
+                return;
+            };
+            let mut seen = inside.lock().unwrap();
+            for call in calls("inside", 5) {
+                seen.push(producer.send_here(call));
+            }
+            seen.push(producer.flush_here());
+            seen.push(producer.shutdown_here());
+            seen.push(producer.send_here(vec![numbered("late", 0)]));
+        })
+    };
+    let config = BackgroundConfig {
+        on_error: Some(on_error),
+        ..four_messages(Backpressure::Block)
+    };
+    let producer = client
+        .producer("no-such-topic", NEVER_LINGERS, config)
+        .unwrap();
+    *slot.lock().unwrap() = Some(producer.clone());
+    let first = producer.send(vec![numbered("lost", 0)]).unwrap();
+    let flushed = producer.flush();
+    let told = delivered(&first());
+    let shut = producer.shutdown();
+    let after = said(&producer.send(vec![numbered("after", 0)]).map(drop));
+    let mut observed = inside.lock().unwrap().clone();
+    observed.extend([
+        reported(&flushed),
+        told,
+        reported(&shut),
+        after,
+        format!("{} counted failed", producer.failed_messages()),
+    ]);
+    observed
+}
+
 fn calls_that_could_never_go(_harness: &Harness, client: &Client) -> Vec<String> {
     let producer = client
         .producer(THE_TOPIC, NEVER_LINGERS, four_messages(Backpressure::Block))
@@ -487,6 +577,25 @@ const SCENARIOS: &[(&str, Scenario, &[&str])] = &[
         "failures go to on_error, in call order, and not to the flush",
         failures_go_to_on_error_in_call_order,
         &["ok", "2 back: no topic", "lost/0 +1, lost/2 +0", "ok"],
+    ),
+    (
+        "calls from inside on_error wait for nothing",
+        calls_from_inside_on_error,
+        &[
+            "ok",
+            "ok",
+            "ok",
+            "ok",
+            "queue full (4)",
+            "OwnThread",
+            "ok",
+            "closed",
+            "ok",
+            "1 back: no topic",
+            "ok",
+            "closed",
+            "5 counted failed",
+        ],
     ),
     (
         "a dropped delivery",

@@ -15,15 +15,15 @@ use std::time::Instant;
 
 use iggy_route_core::SendReceipt;
 use iggy_route_core::client::producer::{
-    Batch, Handles, Offered, Output, ProducerSettings, ProducerState, ProducerStats, SendFailure,
-    SharedState,
+    Batch, Handles, Offered, OnError, Output, ProducerKey, ProducerSettings, ProducerState,
+    ProducerStats, SendFailure, SharedState,
 };
 use iggy_route_core::client::{ClientError, stamp_origin_timestamps};
 use iggy_route_core::wire::Message;
 use tracing::warn;
 
 use super::delivery::{Delivery, DeliverySender, Notify};
-use super::{Background, ErrorCallback, Producer, ProducerError};
+use super::{Background, Producer, ProducerError};
 use crate::Client;
 use crate::client::unix_micros;
 use crate::responder::Responder;
@@ -70,6 +70,8 @@ struct Shared {
 pub struct BackgroundMode {
     shared: Arc<Shared>,
     worker: Mutex<Option<JoinHandle<()>>>,
+    /// Tells the calls its `on_error` makes.
+    key: ProducerKey,
 }
 
 impl BackgroundMode {
@@ -80,10 +82,13 @@ impl BackgroundMode {
             state: SharedState::new(state),
             wake: Condvar::new(),
         });
+        let key = ProducerKey::unique();
         let worker = Worker {
             shared: Arc::clone(&shared),
             client,
-            on_error: settings.on_error,
+            on_error: settings
+                .on_error
+                .map(|callback| OnError::new(callback, key)),
             untold: VecDeque::new(),
             over: false,
         };
@@ -93,6 +98,7 @@ impl BackgroundMode {
         Ok(Self {
             shared,
             worker: Mutex::new(Some(worker)),
+            key,
         })
     }
 
@@ -149,13 +155,16 @@ impl BackgroundMode {
         over.recv().unwrap_or(Err(ProducerError::Stopped))
     }
 
-    /// Whether the caller is the producer's own thread (its `on_error` callback).
+    /// Whether the caller is the producer's own `on_error` callback, or else its thread
+    /// (which drops the last handle when the callback held one).
     fn on_own_thread(&self) -> bool {
-        self.worker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-            .is_some_and(|worker| worker.thread().id() == thread::current().id())
+        self.key.in_its_callback()
+            || self
+                .worker
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .is_some_and(|worker| worker.thread().id() == thread::current().id())
     }
 
     /// Stops taking sends, flushes, stops the thread and waits for it (unless called on the
@@ -236,14 +245,17 @@ impl Producer<Background> {
 
     /// Waits until every message buffered before the call is acknowledged or failed.
     /// Fails with [`ProducerError::SendsFailed`] naming how many messages failed since
-    /// the last flush, when no `on_error` callback took them.
+    /// the last flush, when no `on_error` callback took them. Called from the producer's
+    /// own `on_error`, it returns [`ProducerError::OwnThread`] at once.
     pub fn flush(&self) -> Result<(), ProducerError> {
         self.mode.flush()
     }
 
     /// Stops taking sends (they fail with `ClientError::Closed`, also those waiting for
     /// room), flushes what is buffered, and stops the producer's thread; answers as
-    /// [`flush`](Self::flush) does. Dropping the last handle does the same.
+    /// [`flush`](Self::flush) does. Dropping the last handle does the same. Called from
+    /// the producer's own `on_error`, it stops taking sends and returns `Ok` at once; the
+    /// thread stops once the callback has returned and what it holds is settled.
     pub fn shutdown(&self) -> Result<(), ProducerError> {
         self.mode.shutdown()
     }
@@ -260,7 +272,7 @@ impl Producer<Background> {
 struct Worker {
     shared: Arc<Shared>,
     client: Client,
-    on_error: Option<ErrorCallback>,
+    on_error: Option<OnError>,
     /// Outputs taken from the state and not carried out yet. Kept here, not on the stack,
     /// so that a panicking `on_error` leaves them for the drop to hand back to the state.
     untold: VecDeque<Output<Channels>>,

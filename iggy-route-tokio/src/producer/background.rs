@@ -14,8 +14,8 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use iggy_route_core::client::producer::{
-    BatchId, Handles, Offered, Output, ProducerSettings, ProducerState, ProducerStats, SendFailure,
-    SharedState, WaitId,
+    BatchId, Handles, Offered, OnError, Output, ProducerKey, ProducerSettings, ProducerState,
+    ProducerStats, SendFailure, SharedState, WaitId,
 };
 use iggy_route_core::client::{Admission, ClientError, stamp_origin_timestamps};
 use iggy_route_core::wire::Message;
@@ -24,7 +24,7 @@ use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinSet;
 use tracing::{Instrument, debug_span};
 
-use super::{ErrorCallback, ProducerError};
+use super::ProducerError;
 use crate::Client;
 use crate::client::{Answer, unix_micros};
 
@@ -88,6 +88,9 @@ struct Shared {
 #[derive(Debug)]
 pub struct BackgroundMode {
     shared: Arc<Shared>,
+    /// Tells the calls its `on_error` makes: the task waits for the callback, so those
+    /// calls must not wait for the task.
+    key: ProducerKey,
 }
 
 impl BackgroundMode {
@@ -102,22 +105,26 @@ impl BackgroundMode {
             state: SharedState::new(state),
             wake: Notify::new(),
         });
+        let key = ProducerKey::unique();
         let worker = Worker {
             shared: Arc::clone(&shared),
             client,
-            on_error: settings.on_error,
+            on_error: settings
+                .on_error
+                .map(|callback| OnError::new(callback, key)),
             in_flight: JoinSet::new(),
             untold: VecDeque::new(),
             over: false,
         };
         runtime.spawn(worker.run().instrument(span));
-        Self { shared }
+        Self { shared, key }
     }
 
     pub(super) async fn send(&self, mut messages: Vec<Message>) -> Result<Delivery, ClientError> {
         stamp_origin_timestamps(&mut messages, unix_micros());
         let (delivery, outcome) = oneshot::channel();
         let mut admission = None;
+        let may_wait = !self.key.in_its_callback();
         let offered = self
             .shared
             .state
@@ -125,7 +132,7 @@ impl BackgroundMode {
             .send(Instant::now(), messages, delivery, || {
                 let (waiter, admitted) = oneshot::channel();
                 admission = Some(admitted);
-                Some(waiter)
+                may_wait.then_some(waiter)
             });
         match offered.map_err(|refusal| refusal.error)? {
             Offered::Buffered { wake } => {
@@ -149,6 +156,9 @@ impl BackgroundMode {
     }
 
     pub(super) async fn flush(&self) -> Result<(), ProducerError> {
+        if self.key.in_its_callback() {
+            return Err(ProducerError::OwnThread);
+        }
         let (done, over) = oneshot::channel();
         if let Some((_, report)) = self.shared.state.lock().flush(done) {
             return report;
@@ -158,6 +168,12 @@ impl BackgroundMode {
     }
 
     pub(super) async fn shutdown(&self) -> Result<(), ProducerError> {
+        if self.key.in_its_callback() {
+            // It stops taking sends now, and stops once the callback has returned.
+            self.shared.state.lock().shutdown(None);
+            self.shared.wake.notify_one();
+            return Ok(());
+        }
         let (done, over) = oneshot::channel();
         if let Some((_, report)) = self.shared.state.lock().shutdown(Some(done)) {
             return report;
@@ -207,7 +223,7 @@ impl Drop for CancelOnDrop<'_> {
 struct Worker {
     shared: Arc<Shared>,
     client: Client,
-    on_error: Option<ErrorCallback>,
+    on_error: Option<OnError>,
     in_flight: JoinSet<(BatchId, Result<Reply, ClientError>)>,
     /// Outputs taken from the state and not carried out yet. Kept here, not on the stack,
     /// so that a panicking `on_error` (or a runtime shut down) leaves them for the drop to

@@ -62,11 +62,12 @@ impl Default for ProducerConfig {
 /// producer's task (tokio) or thread (mio): while it runs, no batch is submitted, so keep it
 /// short (hand the failure to a channel, say). A panic in it stops the producer, on both
 /// adapters: flushes and shutdown then report [`ProducerError::Stopped`](super::ProducerError::Stopped) and sends fail
-/// `Closed`. Calls into its own producer from it never wait for the producer: on the
-/// blocking producer a `flush` returns [`ProducerError::OwnThread`](super::ProducerError::OwnThread) at once, a `shutdown`
-/// returns at once (the thread stops after the callback), and a `send` that would wait for
-/// room fails `QueueFull`. It should not hold a clone of its own producer (the producer
-/// then never stops on drop).
+/// `Closed`. Calls into its own producer from it never wait for the producer, on both
+/// adapters: a `flush` returns [`ProducerError::OwnThread`](super::ProducerError::OwnThread)
+/// at once, a `shutdown` returns `Ok` at once (the producer stops taking sends, and stops
+/// once the callback has returned and what it holds is settled), and a `send` that would
+/// wait for room fails `QueueFull`. It should not hold a clone of its own producer (the
+/// producer then never stops on drop).
 pub type ErrorCallback = Arc<dyn Fn(SendFailure) + Send + Sync>;
 
 /// How a background producer bounds what it holds, and where failures go (the SDK's

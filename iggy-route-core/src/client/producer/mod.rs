@@ -11,6 +11,7 @@ mod builder;
 mod config;
 mod direct;
 mod output;
+mod own_call;
 
 pub use builder::{Background, Direct, ProducerBuilder};
 pub use config::{BackgroundConfig, Backpressure, ErrorCallback};
@@ -28,6 +29,8 @@ pub use config::{LONGEST_PRODUCER_WAIT, ProducerConfig, ProducerSettings};
 pub use direct::{DirectCall, DirectProducer, chunks};
 #[doc(hidden)]
 pub use output::{Handles, Output};
+#[doc(hidden)]
+pub use own_call::{OnError, ProducerKey};
 
 use crate::client::ClientError;
 use crate::request::{Request, SendReceipt};
@@ -50,10 +53,10 @@ pub enum ProducerError {
     /// say): batches it had submitted may or may not have been stored, and no more will be.
     #[error("the producer's task stopped abnormally")]
     Stopped,
-    /// Called on the producer's own thread (from its `on_error` callback), where waiting
-    /// for the producer would wait for itself: it returns at once instead, having done
-    /// nothing.
-    #[error("called from the producer's own thread, which cannot wait for itself")]
+    /// A flush called from the producer's own `on_error` callback (on its thread or task),
+    /// where waiting for the producer would wait for itself: it returns at once instead,
+    /// having done nothing.
+    #[error("called from the producer's own on_error callback, which cannot wait for itself")]
     OwnThread,
 }
 

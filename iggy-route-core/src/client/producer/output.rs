@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::{Batch, ErrorCallback, ProducerError, SendFailure};
+use super::{Batch, OnError, ProducerError, SendFailure};
 use crate::client::ClientError;
 use crate::request::SendReceipt;
 
@@ -64,7 +64,7 @@ impl<H: Handles> Output<H> {
     /// call's delivery first, then its failure to `on_error` (on the adapter's task or
     /// thread, which submits nothing meanwhile). A batch is handed back for the adapter
     /// to submit.
-    pub fn tell(self, on_error: Option<&ErrorCallback>) -> Option<Batch> {
+    pub fn tell(self, on_error: Option<&OnError>) -> Option<Batch> {
         match self {
             Self::Submit(batch) => return Some(batch),
             Self::Admitted(waiter) => H::admit(waiter, Ok(())),
@@ -87,7 +87,7 @@ impl<H: Handles> Output<H> {
                 }
                 H::deliver(delivery, outcome);
                 if let (Some(callback), Some(failure)) = (on_error, failure) {
-                    callback(failure);
+                    callback.call(failure);
                 }
             }
             Self::FlushOver(done, report) => H::flush_over(done, report),
