@@ -504,6 +504,38 @@ fn a_callback_is_known_as_its_own_producers_while_it_runs_and_only_then() {
     assert_eq!(*seen.lock().unwrap(), [(true, false), (true, false)]);
 }
 
+/// Flushes that end at the same moment (called from several threads) each report the
+/// failures since the last report, so none says `Ok` over a failure before it; the next
+/// flush reports none of them again, and the stats count each failed message once.
+#[test]
+fn flushes_that_end_together_each_report_the_same_failures_once() {
+    let now = Instant::now();
+    let mut state = state(Backpressure::Block, false);
+    let _call = send(&mut state, now, 3);
+    let (first, second) = (slot(), slot());
+    assert!(state.flush(Rc::clone(&first)).is_none());
+    assert!(state.flush(Rc::clone(&second)).is_none());
+    state.pump(now);
+    let batches = drain(&mut state, None);
+    state.complete(batches[0].id, Err(ClientError::Closed));
+    drain(&mut state, None);
+    for flush in [&first, &second] {
+        assert!(matches!(
+            *flush.borrow(),
+            Some(Err(ProducerError::SendsFailed { messages: 3, .. }))
+        ));
+    }
+    let later = slot();
+    assert!(state.flush(Rc::clone(&later)).is_none());
+    state.pump(now);
+    drain(&mut state, None);
+    assert!(
+        matches!(*later.borrow(), Some(Ok(()))),
+        "reported once: {later:?}"
+    );
+    assert_eq!(state.stats().failed_messages, 3);
+}
+
 #[test]
 fn one_rule_checks_the_settings_of_both_adapters() {
     let day = LONGEST_PRODUCER_WAIT;

@@ -207,7 +207,8 @@ impl Producer<Background> {
     /// Sends what is buffered now without waiting for its linger, and returns once every
     /// message buffered before this call is acknowledged or failed. Fails with
     /// [`ProducerError::SendsFailed`] naming how many messages failed since the last
-    /// flush, unless an `on_error` callback took them. Called from the producer's own
+    /// flush, unless an `on_error` callback took them (flushes that end at once, from
+    /// several tasks, each report the same failures). Called from the producer's own
     /// `on_error`, it returns [`ProducerError::OwnThread`] at once.
     pub async fn flush(&self) -> Result<(), ProducerError> {
         self.mode.flush().await

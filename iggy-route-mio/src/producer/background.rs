@@ -245,7 +245,8 @@ impl Producer<Background> {
 
     /// Waits until every message buffered before the call is acknowledged or failed.
     /// Fails with [`ProducerError::SendsFailed`] naming how many messages failed since
-    /// the last flush, when no `on_error` callback took them. Called from the producer's
+    /// the last flush, when no `on_error` callback took them (flushes that end at once,
+    /// from several threads, each report the same failures). Called from the producer's
     /// own `on_error`, it returns [`ProducerError::OwnThread`] at once.
     pub fn flush(&self) -> Result<(), ProducerError> {
         self.mode.flush()

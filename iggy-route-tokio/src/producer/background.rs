@@ -53,8 +53,11 @@ impl Handles for Channels {
 }
 /// The handle of one background send call, a future: resolves to that call's own receipt
 /// (its `base_offset` is the offset of the call's first message), or to a [`SendFailure`]
-/// carrying the call's messages and the error. Dropping it is fine: the messages are sent
-/// either way, and a failure then goes only to `on_error` or the next flush.
+/// carrying the call's messages and the error. One exception: a call in flight when its
+/// producer's task stopped abnormally (a panicking `on_error`, its runtime gone) fails with
+/// `ClientError::Closed` and no messages, which went with its batch and may be stored.
+/// Dropping it is fine: the messages are sent either way, and a failure then goes only to
+/// `on_error` or the next flush.
 #[derive(Debug)]
 pub struct Delivery {
     outcome: oneshot::Receiver<Outcome>,

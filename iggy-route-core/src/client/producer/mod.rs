@@ -41,7 +41,11 @@ use crate::wire::Message;
 #[non_exhaustive]
 pub enum ProducerError {
     /// Messages failed since the last flush and no `on_error` callback took them (each
-    /// failed call's delivery handle was told too).
+    /// failed call's delivery handle was told too). A failure is reported by the first
+    /// flush to end after it, and by every flush that ends at that same moment (flushes
+    /// called from several threads or tasks): no flush then says `Ok` over a failure that
+    /// came before it ended. So do not add up the counts of flushes that may overlap:
+    /// `ProducerStats::failed_messages` counts each failed message once.
     #[error("{messages} messages failed since the last flush; the last error: {last_error}")]
     SendsFailed {
         /// How many messages (failed, or whose outcome is unknown).
