@@ -20,7 +20,7 @@ use iggy_route_core::client::producer::{
     Refusal, SendFailure,
 };
 use iggy_route_core::wire::{Identifier, Message};
-use iggy_route_core::{NodeId, Request, SendReceipt, SubmitError};
+use iggy_route_core::{NodeId, Request, RequestError, SendReceipt, SubmitError};
 
 /// Where a test handle's answer lands.
 type Slot<T> = Rc<RefCell<Option<T>>>;
@@ -69,6 +69,9 @@ fn receipt(base: u64, messages: u32) -> SendReceipt {
 }
 
 const LINGER: Duration = Duration::from_secs(60);
+
+/// A batch's failure that leaves the client (and so the producer) running.
+const UNEXPECTED: ClientError = ClientError::UnexpectedReply { operation: "send" };
 
 fn state(backpressure: Backpressure, has_callback: bool) -> ProducerState<Slots> {
     let config = ProducerConfig {
@@ -490,7 +493,7 @@ fn a_callback_is_known_as_its_own_producers_while_it_runs_and_only_then() {
         let _call = send(&mut state, now, count);
         state.pump(now + LINGER);
         let batches = drain(&mut state, None);
-        state.complete(batches[0].id, Err(ClientError::Closed));
+        state.complete(batches[0].id, Err(UNEXPECTED));
         state.pump(now + LINGER);
         for output in std::iter::from_fn(|| state.poll_output()) {
             let settled = matches!(output, Output::Settled { .. });
@@ -534,6 +537,48 @@ fn flushes_that_end_together_each_report_the_same_failures_once() {
         "reported once: {later:?}"
     );
     assert_eq!(state.stats().failed_messages, 3);
+}
+
+/// A batch that finds the client gone (shut down, or its task or thread stopped) stops the
+/// producer as a shutdown does: nothing it holds could go, so later calls fail `Closed` at
+/// once instead of being taken and failed one by one; what it held fails and is reported.
+#[test]
+fn a_batch_that_finds_the_client_gone_stops_the_producer() {
+    for gone in [
+        ClientError::Closed,
+        ClientError::Request(RequestError::Shutdown),
+        ClientError::Submit(SubmitError::Closed),
+    ] {
+        let now = Instant::now();
+        let mut state = state(Backpressure::Block, false);
+        let _first = send(&mut state, now, 1);
+        state.pump(now + LINGER);
+        let batches = drain(&mut state, None);
+        let held = send(&mut state, now + LINGER, 2);
+        state.complete(batches[0].id, Err(gone.clone()));
+        assert!(
+            matches!(send(&mut state, now, 1).offered, Err(ClientError::Closed)),
+            "after {gone}"
+        );
+        state.pump(now + LINGER);
+        let rest = drain(&mut state, None);
+        assert_eq!(rest.len(), 1, "what was held goes at once, to fail");
+        state.complete(rest[0].id, Err(gone.clone()));
+        drain(&mut state, None);
+        assert!(state.is_finished(), "after {gone}");
+        assert!(held.delivery.borrow().as_ref().is_some_and(Result::is_err));
+        assert_eq!(state.stats().failed_messages, 3);
+    }
+    let mut state = state(Backpressure::Block, false);
+    let now = Instant::now();
+    let _call = send(&mut state, now, 1);
+    state.pump(now + LINGER);
+    let batches = drain(&mut state, None);
+    state.complete(batches[0].id, Err(UNEXPECTED));
+    assert!(
+        send(&mut state, now, 1).offered.is_ok(),
+        "any other failure leaves the producer running"
+    );
 }
 
 #[test]

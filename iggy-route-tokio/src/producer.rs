@@ -194,7 +194,8 @@ impl Producer<Background> {
     /// fit), with
     /// `ClientError::QueueFull` when there is no room (`FailImmediately`, or
     /// `BlockWithTimeout` past its timeout), and with `ClientError::Closed` after
-    /// [`Producer::shutdown`].
+    /// [`Producer::shutdown`], or once a batch has found the client shut down (the
+    /// producer then stops as if shut down: nothing it holds could go).
     pub async fn send(&self, messages: Vec<Message>) -> Result<Delivery, ClientError> {
         self.mode.send(messages).await
     }

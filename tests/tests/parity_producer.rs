@@ -204,6 +204,11 @@ impl Client {
     }
 
     fn shutdown(self) {
+        self.shut_down();
+    }
+
+    /// Shuts the client down under whatever still uses it.
+    fn shut_down(&self) {
         match self {
             Self::Tokio { runtime, client } => runtime.block_on(client.shutdown()),
             Self::Mio(client) => client.shutdown(),
@@ -485,6 +490,33 @@ fn calls_from_inside_on_error(_harness: &Harness, client: &Client) -> Vec<String
     observed
 }
 
+/// The client shut down under a running producer: the first batch to find it gone fails,
+/// and from then on the producer takes no calls, as after its own shutdown (before, it
+/// took every call and failed each one).
+fn a_client_shut_down_under_the_producer(harness: &Harness, client: &Client) -> Vec<String> {
+    let producer = client
+        .producer(THE_TOPIC, NEVER_LINGERS, BackgroundConfig::default())
+        .unwrap();
+    let before = producer.send(vec![numbered("before", 0)]).unwrap();
+    let flushed = producer.flush();
+    let stored = delivered(&before());
+    client.shut_down();
+    // Nothing has found the client gone yet: this call is taken, and fails.
+    let during = producer.send(vec![numbered("during", 0)]).unwrap();
+    let failed = producer.flush();
+    let during = delivered(&during());
+    let after = said(&producer.send(vec![numbered("after", 0)]).map(drop));
+    vec![
+        reported(&flushed),
+        stored,
+        reported(&failed),
+        during,
+        after,
+        reported(&producer.shutdown()),
+        format!("{} stored", harness.payloads(0).len()),
+    ]
+}
+
 fn calls_that_could_never_go(_harness: &Harness, client: &Client) -> Vec<String> {
     let producer = client
         .producer(THE_TOPIC, NEVER_LINGERS, four_messages(Backpressure::Block))
@@ -595,6 +627,19 @@ const SCENARIOS: &[(&str, Scenario, &[&str])] = &[
             "ok",
             "closed",
             "5 counted failed",
+        ],
+    ),
+    (
+        "the client shut down under the producer",
+        a_client_shut_down_under_the_producer,
+        &[
+            "ok",
+            "stored 1",
+            "1 failed",
+            "1 back: closed",
+            "closed",
+            "ok",
+            "1 stored",
         ],
     ),
     (

@@ -94,6 +94,19 @@ impl ClientError {
     }
 }
 
+impl ClientError {
+    /// Whether this says the client itself is gone (shut down, or its task or thread
+    /// stopped), so that nothing sent through it can go any more.
+    pub(crate) fn client_gone(&self) -> bool {
+        matches!(
+            self,
+            Self::Closed
+                | Self::Request(RequestError::Shutdown)
+                | Self::Submit(SubmitError::Closed)
+        )
+    }
+}
+
 impl From<RequestError> for ClientError {
     fn from(error: RequestError) -> Self {
         match error {

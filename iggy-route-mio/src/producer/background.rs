@@ -213,7 +213,9 @@ impl Producer<Background> {
     /// while, as the producer's `Backpressure` says (failing with
     /// `ClientError::QueueFull`). A call larger than the whole buffer fails with
     /// `ClientError::Invalid` at once (it could never fit), an empty one with
-    /// `SubmitError::EmptyBatch`, and any call after shutdown with `ClientError::Closed`.
+    /// `SubmitError::EmptyBatch`, and any call after shutdown with `ClientError::Closed`,
+    /// as also once a batch has found the client shut down (the producer then stops as if
+    /// shut down: nothing it holds could go).
     /// The messages are stamped with the current time unless they carry one.
     pub fn send(&self, mut messages: Vec<Message>) -> Result<Delivery, ClientError> {
         stamp_origin_timestamps(&mut messages, unix_micros());

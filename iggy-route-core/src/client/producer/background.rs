@@ -309,6 +309,10 @@ impl<H: Handles> ProducerState<H> {
     /// A submitted batch was answered (or could not be submitted): each of its calls
     /// settles, in order, then the flushes it completes end.
     pub fn complete(&mut self, batch: BatchId, outcome: Result<SendReceipt, ClientError>) {
+        // With its client gone nothing can go any more: stop taking calls, as a shutdown.
+        if outcome.as_ref().is_err_and(ClientError::client_gone) {
+            self.shutdown(None);
+        }
         let settled = self.buffer.complete(batch, outcome);
         self.settle(settled, self.has_callback);
         self.end_flushes();
