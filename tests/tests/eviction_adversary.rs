@@ -683,7 +683,7 @@ fn tokio_a_retired_command_on_every_plane_from_many_tasks_is_evicted_once_each()
             "node {node}: {connections} connections in about {seconds} s"
         );
     }
-    let before: Vec<u64> = (0..3).map(|node| cluster.stats(node).logins).collect();
+    let before = settled_logins(&cluster);
     for login in [
         code::LOGIN_USER,
         code::LOGIN_REGISTER,
@@ -717,4 +717,25 @@ fn tokio_a_retired_command_on_every_plane_from_many_tasks_is_evicted_once_each()
     }
     rt.block_on(client.shutdown());
     rt.block_on(cluster.shutdown());
+}
+
+/// Each node's count of logins once it has stopped moving: links the evictions closed are
+/// dialled again after a backoff of up to `reconnect_backoff_max` (2 s), and each signs in,
+/// so a count read at once may still grow on a slow machine. Waits until no count moved for
+/// longer than that backoff, and at most 20 s.
+fn settled_logins(cluster: &TestCluster) -> Vec<u64> {
+    let quiet = Duration::from_millis(2_500);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut last = (0..3)
+        .map(|node| cluster.stats(node).logins)
+        .collect::<Vec<_>>();
+    let mut since = Instant::now();
+    while since.elapsed() < quiet && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        let now: Vec<u64> = (0..3).map(|node| cluster.stats(node).logins).collect();
+        if now != last {
+            (last, since) = (now, Instant::now());
+        }
+    }
+    last
 }
