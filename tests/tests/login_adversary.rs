@@ -714,10 +714,15 @@ async fn a_right_login_right_after_a_refused_one_always_succeeds() {
 }
 
 /// A refused login with a 1 s deadline: the server refuses at once, so each must answer 42
-/// (53 for a token), not a timeout. A login's session signs in on the metadata leader,
-/// whose refusal is final; only before the client has read who leads may the session's
-/// own node (a follower, which may lag) be asked first, so a refused login costs at most
-/// three refused sign-ins. It answered 57 after 1 s and 5 refused sign-ins, every time.
+/// (53 for a token), not a timeout. It answered 57 after 1 s, every time. A login's
+/// session signs in on the metadata leader, whose refusal is final (only before the
+/// client has read who leads may the session's own node, a follower, be asked first), and
+/// the client goes back to its own credentials at once: besides the session's sign-in,
+/// only links that were connecting meanwhile try the refused credentials, each once, and
+/// then the refusals stop. How many links were connecting depends on the machine's
+/// speed (on one busy CPU up to five refusals were counted, on two cores three), so the
+/// count has a ceiling (two sign-ins of the session and two links per node) and the check
+/// that matters is that none follows once the login has been answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_login_answers_the_servers_code_within_a_short_deadline() {
     let cluster = TestCluster::start(3).await;
@@ -734,21 +739,25 @@ async fn a_refused_login_answers_the_servers_code_within_a_short_deadline() {
         } else {
             c.login_with_personal_access_token("bad-token").await
         };
-        let refusals = login_failures(&cluster) - before;
-        seen.push((code(&wrong), refusals));
-        nap(1500).await;
+        // What was in flight when the login was answered is answered within moments.
+        nap(300).await;
+        let settled = login_failures(&cluster);
+        nap(1200).await;
+        let after = login_failures(&cluster) - settled;
+        seen.push((code(&wrong), settled - before, after));
         assert_eq!(login(c, "iggy", "iggy").await, Ok(0), "{seen:?}");
     }
     route.shutdown().await;
-    let codes: Vec<Option<u32>> = seen.iter().map(|(code, _)| *code).collect();
+    let codes: Vec<Option<u32>> = seen.iter().map(|(code, _, _)| *code).collect();
     let expected = [Some(42), Some(53)].repeat(3);
     assert_eq!(
         codes, expected,
         "the server's code per refused login: {seen:?}"
     );
     assert!(
-        seen.iter().all(|(_, refusals)| (1..=3).contains(refusals)),
-        "refused sign-ins per refused login: {seen:?}"
+        seen.iter()
+            .all(|(_, refusals, after)| (1..=8).contains(refusals) && *after == 0),
+        "refused sign-ins per refused login, and after it: {seen:?}"
     );
 }
 
