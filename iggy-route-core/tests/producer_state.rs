@@ -462,6 +462,22 @@ fn outputs_a_panicking_callback_left_untold_are_told_after_the_end() {
     }
     let failure = call.delivery.borrow_mut().take().unwrap().unwrap_err();
     assert_eq!(failure.messages.len(), 4, "the outcome stands");
+    // An answer that came while the callback ran (mio's I/O thread answers then) queued a
+    // flush's `Ok`: it too is told only after the end, and says `Stopped`.
+    let mut state = self::state(Backpressure::Block, true);
+    let _ok = send(&mut state, now, 1);
+    let queued = slot();
+    state.flush(Rc::clone(&queued));
+    state.pump(now);
+    let batches = drain(&mut state, None);
+    state.complete(batches[0].id, Ok(receipt(0, 1)));
+    for output in state.end(true, VecDeque::new()) {
+        output.tell(None);
+    }
+    assert!(matches!(
+        *queued.borrow(),
+        Some(Err(ProducerError::Stopped))
+    ));
     assert_eq!(
         *calls.lock().unwrap(),
         0,
@@ -530,13 +546,35 @@ fn flushes_that_end_together_each_report_the_same_failures_once() {
     }
     let later = slot();
     assert!(state.flush(Rc::clone(&later)).is_none());
+    let shut = slot();
+    assert!(state.shutdown(Some(Rc::clone(&shut))).is_none());
     state.pump(now);
     drain(&mut state, None);
     assert!(
         matches!(*later.borrow(), Some(Ok(()))),
         "reported once: {later:?}"
     );
+    assert!(matches!(*shut.borrow(), Some(Ok(()))), "{shut:?}");
     assert_eq!(state.stats().failed_messages, 3);
+    // A shutdown that ends with flushes shares their report.
+    let mut state = self::state(Backpressure::Block, false);
+    let _call = send(&mut state, now, 2);
+    let (flush, shut) = (slot(), slot());
+    assert!(state.flush(Rc::clone(&flush)).is_none());
+    assert!(state.shutdown(Some(Rc::clone(&shut))).is_none());
+    state.pump(now);
+    let batches = drain(&mut state, None);
+    state.complete(batches[0].id, Err(UNEXPECTED));
+    drain(&mut state, None);
+    for done in [&flush, &shut] {
+        assert!(
+            matches!(
+                *done.borrow(),
+                Some(Err(ProducerError::SendsFailed { messages: 2, .. }))
+            ),
+            "{done:?}"
+        );
+    }
 }
 
 /// A batch that finds the client gone (shut down, or its task or thread stopped) stops the
@@ -568,6 +606,15 @@ fn a_batch_that_finds_the_client_gone_stops_the_producer() {
         assert!(state.is_finished(), "after {gone}");
         assert!(held.delivery.borrow().as_ref().is_some_and(Result::is_err));
         assert_eq!(state.stats().failed_messages, 3);
+        // The loop ends with no flush waiting: the failures stay for the next flush.
+        assert!(state.end(false, VecDeque::new()).is_empty());
+        let (_, report) = state.flush(slot()).expect("ended: over at once");
+        assert!(
+            matches!(report, Err(ProducerError::SendsFailed { messages: 3, .. })),
+            "after {gone}: {report:?}"
+        );
+        let (_, again) = state.flush(slot()).expect("ended: over at once");
+        assert!(again.is_ok(), "reported once");
     }
     let mut state = state(Backpressure::Block, false);
     let now = Instant::now();

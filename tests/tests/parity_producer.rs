@@ -494,17 +494,20 @@ fn calls_from_inside_on_error(_harness: &Harness, client: &Client) -> Vec<String
 /// and from then on the producer takes no calls, as after its own shutdown (before, it
 /// took every call and failed each one).
 fn a_client_shut_down_under_the_producer(harness: &Harness, client: &Client) -> Vec<String> {
+    // A short linger: the call made after the client's shutdown goes on its own.
+    let linger = Duration::from_millis(20);
     let producer = client
-        .producer(THE_TOPIC, NEVER_LINGERS, BackgroundConfig::default())
+        .producer(THE_TOPIC, linger, BackgroundConfig::default())
         .unwrap();
     let before = producer.send(vec![numbered("before", 0)]).unwrap();
     let flushed = producer.flush();
     let stored = delivered(&before());
     client.shut_down();
-    // Nothing has found the client gone yet: this call is taken, and fails.
+    // Nothing has found the client gone yet: this call is taken, and fails. Its failure
+    // stays for the next flush, also when the producer has ended by then.
     let during = producer.send(vec![numbered("during", 0)]).unwrap();
-    let failed = producer.flush();
     let during = delivered(&during());
+    let failed = producer.flush();
     let after = said(&producer.send(vec![numbered("after", 0)]).map(drop));
     vec![
         reported(&flushed),

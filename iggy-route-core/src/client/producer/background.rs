@@ -366,22 +366,27 @@ impl<H: Handles> ProducerState<H> {
             .is_none_or(|(oldest, _)| *oldest >= before)
     }
 
+    /// Tells the flushes now over (and shutdowns, once finished) one shared report.
     fn end_flushes(&mut self) {
         let flushes = std::mem::take(&mut self.flushes);
         let (over, pending): (Vec<_>, Vec<_>) = flushes
             .into_iter()
             .partition(|flush| self.settled_before(flush.before));
         self.flushes = pending;
-        if !over.is_empty() {
+        let finished = self.is_finished();
+        let shutdowns = std::mem::take(&mut self.shutdowns);
+        let (shutdowns, waiting) = shutdowns.into_iter().partition(|_| finished);
+        self.shutdowns = waiting;
+        self.tell_flushes(over.into_iter().map(|flush| flush.done).chain(shutdowns));
+    }
+
+    /// Tells each of `dones` the one report of the failures not reported yet; with none to
+    /// tell, the failures stay for the next flush.
+    fn tell_flushes(&mut self, dones: impl IntoIterator<Item = H::Flush>) {
+        let mut dones = dones.into_iter().peekable();
+        if dones.peek().is_some() {
             let report = self.take_report();
-            for flush in over {
-                self.outputs
-                    .push_back(Output::FlushOver(flush.done, report.clone()));
-            }
-        }
-        if self.is_finished() && !self.shutdowns.is_empty() {
-            let report = self.take_report();
-            for done in std::mem::take(&mut self.shutdowns) {
+            for done in dones {
                 self.outputs
                     .push_back(Output::FlushOver(done, report.clone()));
             }
@@ -428,19 +433,18 @@ impl<H: Handles> ProducerState<H> {
     }
 
     /// The producer's loop ended, `abnormally` when it stopped before it was over (a
-    /// panic): whatever is still held is handed out for the adapter to tell at once,
-    /// without the callback (which may be what failed). Buffered calls fail `Closed`
-    /// with their messages; calls in flight fail `Closed` without them (they went with
-    /// their batch and may be stored); waiting calls are refused `Closed`; flushes hear
-    /// the report (`Stopped` after an abnormal end). Later calls fail `Closed`, and later
-    /// flushes are over at once. `untold` are outputs the adapter took but did not carry
-    /// out (a panicking `on_error` unwinds past them): handed out only now, so nobody
-    /// hears of the end (a flush's `Stopped`) while the producer still takes calls.
+    /// panic): all still held is handed out to tell at once, without the callback. Buffered
+    /// calls fail `Closed` with their messages, calls in flight without them (they may be
+    /// stored), waiting calls are refused `Closed`, flushes hear the report (`Stopped`
+    /// after an abnormal end); later calls fail `Closed`. `untold` (outputs taken, not
+    /// carried out: a panicking `on_error` unwinds past them) and what is queued go out
+    /// only now, so nobody hears of the end while the producer still takes calls.
     pub fn end(&mut self, abnormally: bool, untold: VecDeque<Output<H>>) -> Vec<Output<H>> {
         self.shutdown(None);
         self.phase = Phase::Ended { abnormally };
-        self.outputs
-            .extend(untold.into_iter().filter_map(|o| o.after_end(abnormally)));
+        let queued = std::mem::take(&mut self.outputs);
+        let held = untold.into_iter().chain(queued);
+        self.outputs = held.filter_map(|o| o.after_end(abnormally)).collect();
         let abandoned = self.buffer.abandon(&ClientError::Closed);
         self.settle(abandoned, false);
         for (_, delivery) in std::mem::take(&mut self.deliveries) {
@@ -453,15 +457,11 @@ impl<H: Handles> ProducerState<H> {
                 on_error: None,
             });
         }
-        let report = self.take_report();
         let flushes = std::mem::take(&mut self.flushes)
             .into_iter()
             .map(|f| f.done);
         let dones: Vec<_> = flushes.chain(std::mem::take(&mut self.shutdowns)).collect();
-        for done in dones {
-            self.outputs
-                .push_back(Output::FlushOver(done, report.clone()));
-        }
+        self.tell_flushes(dones);
         self.outputs.drain(..).collect()
     }
 

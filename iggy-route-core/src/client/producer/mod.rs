@@ -42,9 +42,9 @@ use crate::wire::Message;
 pub enum ProducerError {
     /// Messages failed since the last flush and no `on_error` callback took them (each
     /// failed call's delivery handle was told too). A failure is reported by the first
-    /// flush to end after it, and by every flush that ends at that same moment (flushes
-    /// called from several threads or tasks): no flush then says `Ok` over a failure that
-    /// came before it ended. So do not add up the counts of flushes that may overlap:
+    /// flush to end after it, and by every flush or shutdown that ends at that same moment
+    /// (called from several threads or tasks): no flush then says `Ok` over a failure that
+    /// came before it ended. A producer that stopped keeps them for the next flush. So do not add up the counts of flushes that may overlap:
     /// `ProducerStats::failed_messages` counts each failed message once.
     #[error("{messages} messages failed since the last flush; the last error: {last_error}")]
     SendsFailed {
